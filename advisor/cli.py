@@ -1,0 +1,35 @@
+"""The `advisor` command: one root Typer app, one module per command under advisor/commands/."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="advisor",
+    help="Pick the fastest LLM training/serving configuration that fits your GPUs, predict it, prove it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Pick the fastest LLM training/serving configuration that fits your GPUs, predict it, prove it."""
+
+
+def _register() -> None:
+    # Imported here so that `advisor --help` stays fast and a broken optional module names itself.
+    from advisor.commands import predict
+
+    for module in (predict,):
+        module.register(app)
+
+
+def main() -> None:
+    _register()
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""`advisor probe`: measure this machine's ceilings and write them as a profile JSON file.
+
+The profile replaces catalog numbers in the performance model. The file is written atomically; an
+existing one is first kept as PATH.bak, and a failed run leaves both untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+OUT_HELP = "Profile JSON to write; an existing file is kept as PATH.bak."
+DEVICE_HELP = "cuda, cuda:N or cpu (default: cuda if available, else cpu at toy size)."
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `probe` command to ``app``."""
+    app.command("probe")(probe)
+
+
+def _fail(msg: str) -> NoReturn:
+    typer.echo(f"advisor probe: error: {msg}", err=True)
+    raise typer.Exit(1)
+
+
+def _check_writable(out: Path) -> None:
+    """Fail before minutes of probing, not after, when ``out`` cannot be written."""
+    if out.is_dir():
+        _fail(f"--out {out} is a directory")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".check"):
+            pass
+    except OSError as e:
+        _fail(f"cannot write --out {out}: {e.strerror or e}")
+
+
+def _keep_backup(out: Path) -> Path | None:
+    """Copy an existing ``out`` to ``out.bak`` atomically (the original stays until replaced)."""
+    if not out.is_file():
+        return None
+    bak = out.with_name(out.name + ".bak")
+    fd, tmp = tempfile.mkstemp(prefix=f".{bak.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(out.read_bytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, bak)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return bak
+
+
+def _resolve_device(device: str | None) -> str:
+    import torch
+
+    if device is None:
+        if torch.cuda.is_available():
+            return "cuda"
+        typer.echo("advisor probe: warning: no CUDA GPU visible; measuring the CPU at toy size (not a GPU profile)", err=True)
+        return "cpu"
+    if device != "cpu" and not (device == "cuda" or device.startswith("cuda:")):
+        _fail(f"--device {device!r}: use cuda, cuda:N or cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        _fail("--device cuda, but torch sees no CUDA GPU")
+    if device == "cpu":
+        typer.echo("advisor probe: warning: CPU numbers are toy-size, not a GPU profile", err=True)
+    return device
+
+
+def _summary(profile: Any) -> Any:
+    """A Rich table of the measured ceilings."""
+    from rich.table import Table
+
+    t = Table(title=f"Profile of {profile.gpu_name} x{profile.gpu_count}" + (" (quick)" if profile.quick else ""))
+    t.add_column("ceiling")
+    t.add_column("value", justify="right")
+    t.add_row("matmul, large square", f"{profile.matmul_tflops:.1f} TFLOP/s")
+    if profile.gemm:
+        lo, hi = min(p.tflops for p in profile.gemm), max(p.tflops for p in profile.gemm)
+        t.add_row(f"model GEMMs ({len(profile.gemm)} shapes)", f"{lo:.1f}-{hi:.1f} TFLOP/s")
+    t.add_row("memory copy (read+write)", f"{profile.memory_bandwidth_gbs:.0f} GB/s")
+    t.add_row("kernel launch", f"{profile.launch_overhead_s * 1e6:.1f} µs")
+    if profile.h2d_gbs is not None and profile.d2h_gbs is not None:
+        t.add_row("host→device / device→host", f"{profile.h2d_gbs:.1f} / {profile.d2h_gbs:.1f} GB/s")
+    if profile.cpu_adam_gparams_per_s is not None:
+        t.add_row("CPU Adam", f"{profile.cpu_adam_gparams_per_s:.2f} Gparams/s")
+    for a in profile.attention:
+        ms = lambda s: "OOM" if s is None else f"{s * 1e3:.2f}"  # noqa: E731
+        t.add_row(
+            f"attention fwd+bwd b{a.batch} s{a.seq_len} h{a.heads}x{a.head_dim}",
+            f"fused {ms(a.fused_fwd_bwd_s)} / eager {ms(a.eager_fwd_bwd_s)} ms",
+        )
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        pts = [p for p in profile.collectives if p.op == op]
+        if pts:
+            best = max(pts, key=lambda p: p.busbw_gbs)
+            t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.0f} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+    return t
+
+
+def probe(
+    quick: bool = typer.Option(False, "--quick", help="A subset that takes about a minute on one GPU."),
+    out: Path = typer.Option(Path("profile.json"), "--out", help=OUT_HELP),
+    device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
+) -> None:
+    """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from knowledge.store import atomic_write_json
+    from probes.profile import run_profile
+
+    _check_writable(out)
+    device = _resolve_device(device)
+    messages: list[str] = []
+    err = Console(stderr=True)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+            task = bar.add_task("starting", total=1.0)
+
+            def progress(msg: str, frac: float) -> None:
+                if frac < 0:
+                    messages.append(msg)
+                else:
+                    bar.update(task, description=msg, completed=frac)
+
+            profile = run_profile(quick=quick, device=device, progress=progress)
+    except KeyboardInterrupt:
+        typer.echo("advisor probe: interrupted; nothing written", err=True)
+        raise typer.Exit(130)
+    except Exception as e:  # a probe crash is one line for the user, never a traceback
+        _fail(f"probing failed, nothing written: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    for m in messages:
+        err.print(m, style="yellow" if m.startswith("warning") else None, markup=False, highlight=False)
+    try:
+        bak = _keep_backup(out)
+        atomic_write_json(out, profile)
+    except OSError as e:
+        _fail(f"cannot write --out {out}: {e.strerror or e}")
+    Console().print(_summary(profile))
+    typer.echo(f"wrote {out}" + (f" (previous kept as {bak})" if bak else ""))

@@ -1,0 +1,75 @@
+"""The one entry point every prediction goes through: resolve names, then call the pure models.
+
+``Predictor.predict`` raises ``AdvisorError`` for cases it cannot handle; ``predict_many`` turns those
+into contract error lines so one bad case never stops the others.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.efficiency import CALIBRATION_DIR, Efficiencies, load_efficiencies
+from knowledge.errors import AdvisorError
+from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
+from models.training import predict_training
+
+Prediction = TrainPrediction | ServePrediction
+
+
+@lru_cache(maxsize=1)
+def held_out_error() -> dict[str, float]:
+    """Held-out MAPE per task from the last fit (knowledge/calibration/fitted.json), for intervals."""
+    path = CALIBRATION_DIR / "fitted.json"
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text()).get("held_out_mape", {})
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile written by `advisor probe`; a bad file raises AdvisorError naming it."""
+    p = Path(path)
+    try:
+        return Profile.model_validate_json(p.read_text())
+    except FileNotFoundError:
+        raise AdvisorError(f"profile {str(p)!r} not found") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(map(str, err["loc"])) or "file"
+        raise AdvisorError(f"profile {str(p)!r} is not a valid profile ({where}: {err['msg']})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise AdvisorError(f"profile {str(p)!r} cannot be read: {e}") from None
+
+
+class Predictor:
+    """Predicts contract cases with the bundled (fitted) efficiencies, adjusted by a probe profile."""
+
+    def __init__(self, profile: Profile | None = None, efficiencies: Efficiencies | None = None) -> None:
+        self.profile = profile
+        self.efficiencies = efficiencies or load_efficiencies()
+
+    def _profile_for(self, gpu_id: str) -> Profile | None:
+        # a profile measured on one GPU kind says nothing about another
+        if self.profile is None or (self.profile.gpu_id and self.profile.gpu_id != gpu_id):
+            return None
+        return self.profile
+
+    def predict(self, case: TrainCase | ServeCase) -> Prediction:
+        platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
+        arch = resolve_model(case.model)
+        profile = self._profile_for(platform.gpu.id)
+        if isinstance(case, TrainCase):
+            return predict_training(case, arch, platform, self.efficiencies, profile, held_out_error().get(case.task))
+        from models.serving import predict_serving
+
+        return predict_serving(case, arch, platform, self.efficiencies, profile, held_out_error().get("serve"))
+
+    def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
+        try:
+            return self.predict(case)
+        except AdvisorError as e:
+            return ErrorLine(id=case.id, error=str(e))

@@ -1,0 +1,52 @@
+"""Rich tables for people; the JSON output is for programs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from advisor.output import console
+from knowledge.schema import ErrorLine, ServePrediction, TrainPrediction
+
+
+def _fits(ok: bool) -> str:
+    return "[green]yes[/]" if ok else "[red]no[/]"
+
+
+def predictions_table(results: Sequence[TrainPrediction | ServePrediction | ErrorLine]) -> None:
+    train = Table(title="Training predictions", title_justify="left")
+    for col in ("id", "tokens/s", "step (s)", "GiB/GPU", "fits", "where the time goes"):
+        train.add_column(col, justify="right" if col not in ("id", "where the time goes") else "left")
+    serve = Table(title="Serving predictions", title_justify="left")
+    for col in ("id", "prefill (s)", "decode step (ms)", "decode tok/s", "e2e out tok/s", "GiB/GPU", "fits"):
+        serve.add_column(col, justify="right" if col != "id" else "left")
+    errors = []
+    for r in results:
+        if isinstance(r, TrainPrediction):
+            train.add_row(r.id, f"{r.tokens_per_s:,.0f}", f"{r.step_time_s:.3f}", f"{r.peak_mem_gib:.1f}", _fits(r.fits), time_summary(r))
+        elif isinstance(r, ServePrediction):
+            e2e = f"{r.e2e_output_tokens_per_s:,.0f}" if r.e2e_output_tokens_per_s else "-"
+            serve.add_row(r.id, f"{r.prefill_s:.3f}", f"{r.decode_step_s * 1e3:.2f}", f"{r.decode_tokens_per_s:,.0f}", e2e, f"{r.peak_mem_gib:.1f}", _fits(r.fits))
+        else:
+            errors.append(r)
+    if train.row_count:
+        console.print(train)
+    if serve.row_count:
+        console.print(serve)
+    for e in errors:
+        console.print(f"[red]{e.id}[/]: {e.error}", markup=True, highlight=False)
+
+
+def time_summary(p: TrainPrediction) -> str:
+    """The two largest phases of the step, as shares: 'backward 48%, communication 30%'."""
+    if p.breakdown is None:
+        return ""
+    b = p.breakdown
+    phases = {
+        "forward": b.forward_s, "backward": b.backward_s, "optimizer": b.optimizer_s,
+        "communication": b.communication_s, "offload": b.offload_s, "overhead": b.overhead_s,
+    }
+    total = sum(phases.values()) or 1.0
+    top = sorted(phases.items(), key=lambda kv: -kv[1])[:2]
+    return ", ".join(f"{k} {v / total:.0%}" for k, v in top if v > 0)

@@ -1,0 +1,191 @@
+"""Load and resolve the bundled catalogs: GPUs, platforms (``<gpu>x<count>[-pcie|-nvlink]``), models."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from knowledge.errors import AdvisorError, unknown
+from knowledge.schema import GPUSpec, HostSpec, ModelArch, PlatformSpec
+
+DATA = Path(__file__).parent / "data"
+_PLATFORM_RE = re.compile(r"^(?P<gpu>[a-z0-9][a-z0-9.\-]*?)x(?P<count>\d+)(?:-(?P<variant>pcie|nvlink))?$")
+
+# Defaults for a server the catalog does not describe. Assumption, not a measurement: typical cloud
+# shapes give 8 to 16 vCPUs and at least twice the GPUs' memory in RAM per GPU.
+DEFAULT_CORES_PER_GPU = 8
+DEFAULT_RAM_PER_GPU_MEMORY = 2.0
+
+
+def _load_dir(sub: str, cls):
+    out = []
+    for path in sorted((DATA / sub).glob("*.json")):
+        try:
+            out.append(cls.model_validate_json(path.read_text()))
+        except ValidationError as e:  # a broken bundled file is a bug in the package: fail loudly
+            raise RuntimeError(f"invalid catalog file {path}: {e}") from e
+    return out
+
+
+@lru_cache(maxsize=1)
+def gpus() -> dict[str, GPUSpec]:
+    """Every catalog GPU by id and by alias (lower case)."""
+    table: dict[str, GPUSpec] = {}
+    for g in _load_dir("gpus", GPUSpec):
+        for key in [g.id, *g.aliases]:
+            table[key.lower()] = g
+    return table
+
+
+@lru_cache(maxsize=1)
+def models() -> dict[str, ModelArch]:
+    table: dict[str, ModelArch] = {}
+    for m in _load_dir("models", ModelArch):
+        for key in [m.name, *m.aliases]:
+            table[key.lower()] = m
+    return table
+
+
+@lru_cache(maxsize=1)
+def named_platforms() -> dict[str, dict[str, Any]]:
+    path = DATA / "platforms.json"
+    if not path.exists():
+        return {}
+    return {p["id"]: p for p in json.loads(path.read_text())["platforms"]}
+
+
+def resolve_gpu(name: str) -> GPUSpec:
+    g = gpus().get(name.lower())
+    if g is None:
+        raise unknown("GPU", name, gpus().keys())
+    return g
+
+
+def match_gpu(device_name: str) -> GPUSpec | None:
+    """Map a CUDA device name ('NVIDIA H100 80GB HBM3') to a catalog GPU, or None."""
+    s = device_name.lower().replace("nvidia", "").replace("geforce", "").replace(" ", "")
+    best = None
+    for key, g in gpus().items():
+        k = key.replace("-", "")
+        if k and k in s and (best is None or len(k) > len(best[0])):
+            best = (k, g)
+    if best and best[1].id == "h100" and "pcie" in s:
+        return gpus().get("h100-pcie", best[1])
+    return best[1] if best else None
+
+
+def _interconnect(gpu: GPUSpec, count: int, variant: str | None, hardware: str) -> str:
+    if count == 1:
+        return "single"
+    if variant == "nvlink":
+        if gpu.nvlink_kind == "none":
+            raise AdvisorError(f"hardware {hardware!r}: {gpu.id} has no NVLink; use {gpu.id}x{count} or -pcie")
+        return "nvswitch" if gpu.nvlink_kind == "nvswitch" else "nvlink-pairs"
+    if variant == "pcie" or gpu.nvlink_kind == "none":
+        return "pcie" if gpu.p2p_over_pcie else "pcie-no-p2p"
+    return "nvswitch" if gpu.nvlink_kind == "nvswitch" else "nvlink-pairs"
+
+
+def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
+    """Per-GPU one-direction bandwidth of the slowest hop a ring collective crosses, GB/s (datasheet)."""
+    if interconnect == "nvswitch":
+        return gpu.nvlink_gbs
+    if interconnect == "pcie-no-p2p":
+        return gpu.pcie_gbs / 2  # each hop is staged through host memory: two PCIe crossings
+    return gpu.pcie_gbs  # pcie, and NVLink bridge pairs, whose ring still crosses PCIe hops
+
+
+def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpec:
+    """Parse a platform id such as ``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``."""
+    hw = hardware.strip().lower().replace("_", "-")
+    hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
+    m = _PLATFORM_RE.match(hw)
+    if not m:
+        examples = [f"{g}x8" for g in sorted({g.id for g in gpus().values()})]
+        raise unknown("hardware", hardware, list(named_platforms()) + examples)
+    gpu_name, count, variant = m["gpu"], int(m["count"]), m["variant"]
+    if gpu_name not in gpus():
+        raise unknown("GPU", gpu_name, gpus().keys())
+    if count < 1 or count > 1024:
+        raise AdvisorError(f"hardware {hardware!r}: GPU count {count} is out of range 1..1024")
+    gpu = gpus()[gpu_name]
+    interconnect = _interconnect(gpu, count, variant, hardware)
+    named = named_platforms().get(hw)
+    if named:
+        interconnect = named.get("interconnect", interconnect)
+        host = HostSpec(cpu_cores=named["cpu_cores"], host_ram_gib=named["host_ram_gib"], source=named.get("source", ""))
+        notes = named.get("notes", "")
+    else:
+        ram = DEFAULT_RAM_PER_GPU_MEMORY * count * gpu.memory_gib
+        host = HostSpec(
+            cpu_cores=DEFAULT_CORES_PER_GPU * count,
+            host_ram_gib=float(2 ** math.ceil(math.log2(max(ram, 64)))),
+            source=f"default: {DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
+        )
+        notes = ""
+    if gpus_used is not None and gpus_used > count:
+        raise AdvisorError(f"gpus={gpus_used} exceeds the {count} GPUs of {hardware!r}")
+    return PlatformSpec(
+        id=hw, gpu=gpu, count=count, interconnect=interconnect, link_gbs=link_gbs(gpu, interconnect), host=host, notes=notes
+    )
+
+
+_HF_KEYS = (
+    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    "vocab_size", "num_local_experts", "num_experts_per_tok", "head_dim", "tie_word_embeddings",
+    "max_position_embeddings",
+)
+
+
+def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
+    """A ModelArch from a Hugging Face config.json dict (Llama-style decoders only)."""
+    fields = {k: cfg[k] for k in _HF_KEYS if cfg.get(k) is not None}
+    fields.setdefault("num_key_value_heads", cfg.get("num_attention_heads"))
+    if "model_type" in cfg:
+        fields["hf_model_type"] = str(cfg["model_type"])
+        fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
+    return ModelArch(name=name, source=name, **fields)
+
+
+def resolve_model(model: str | dict[str, Any]) -> ModelArch:
+    """A catalog name or alias, an inline architecture dict, or a path to a HF ``config.json``."""
+    if isinstance(model, dict):
+        try:
+            return ModelArch(name=str(model.get("name", "inline")), **{k: v for k, v in model.items() if k != "name"})
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"]) or "model"
+            raise AdvisorError(f"inline model: {loc}: {err['msg']}") from None
+        except TypeError as e:
+            raise AdvisorError(f"inline model: {e}") from None
+    if not isinstance(model, str):
+        raise AdvisorError(f"model must be a name, an architecture object or a config.json path, got {model!r}")
+    found = models().get(model.lower())
+    if found:
+        return found
+    path = Path(model)
+    if path.suffix == ".json" or path.is_dir():
+        cfg_path = path / "config.json" if path.is_dir() else path
+        try:
+            cfg = json.loads(cfg_path.read_text())
+        except FileNotFoundError:
+            raise AdvisorError(f"model config {str(cfg_path)!r} not found") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise AdvisorError(f"model config {str(cfg_path)!r} is not valid JSON: {e}") from None
+        if not isinstance(cfg, dict):
+            raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
+        missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
+        if missing:
+            raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (only Llama-style decoders)")
+        try:
+            return arch_from_hf_config(cfg, name=str(cfg_path))
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise AdvisorError(f"model config {str(cfg_path)!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    raise unknown("model", model, models().keys())

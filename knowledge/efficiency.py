@@ -1,0 +1,74 @@
+"""The named parameters of the performance model, with where each default comes from.
+
+The analytic model is physics (FLOPs, bytes, bandwidths) times these efficiencies and overheads. The
+defaults below are the analytic v1 priors; ``models.correction`` fits the ``FITTED`` ones to measured
+runs and stores them in ``knowledge/calibration/fitted.json``. Efficiencies are fractions of a ceiling
+(catalog datasheet, or the probe's measurement when a profile is given) and are capped at 1, so no
+prediction can beat the roofline.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CALIBRATION_DIR = Path(__file__).parent / "calibration"
+
+
+def _p(default: float, source: str, lo: float = 0.0, hi: float = float("inf")) -> float:
+    return Field(default=default, ge=lo, le=hi, description=source)  # type: ignore[return-value]
+
+
+class Efficiencies(BaseModel):
+    """Named efficiency and overhead parameters (unitless fractions unless the name has a unit)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # --- compute ------------------------------------------------------------------------------
+    gemm_eff_max: float = _p(0.75, "prior: cuBLAS bf16 GEMMs reach ~75-80% of dense peak at large sizes (H100 790/989)", 0.05, 1)
+    gemm_half_tokens: float = _p(256.0, "prior: GEMM efficiency reaches half its maximum at this many tokens (rows)", 1)
+    memory_eff: float = _p(0.7, "prior: elementwise kernels reach ~70% of HBM bandwidth", 0.05, 1)
+    attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
+    # --- framework overhead -------------------------------------------------------------------
+    kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
+    step_overhead_s: float = _p(0.005, "prior: per optimizer step Python/engine bookkeeping", 0, 10)
+    # --- optimizer ----------------------------------------------------------------------------
+    optimizer_eff: float = _p(0.5, "prior: fused Adam streams its states at ~50% of HBM bandwidth", 0.01, 1)
+    cpu_adam_gparams_per_core_s: float = _p(0.06, "prior: DeepSpeed CPU Adam (AVX2/512) ~0.05-0.1 Gparam/s per core", 1e-4, 10)
+    # --- communication ------------------------------------------------------------------------
+    link_eff_nvswitch: float = _p(0.75, "prior: NCCL ring bus bandwidth ~75% of NVLink one-direction peak", 0.01, 1)
+    link_eff_pcie: float = _p(0.6, "prior: NCCL over PCIe P2P ~60% of x16 peak", 0.01, 1)
+    link_eff_pcie_no_p2p: float = _p(0.4, "prior: staged through host memory, shared root complexes", 0.001, 1)
+    collective_latency_s: float = _p(30e-6, "prior: NCCL small-message latency within a node", 0, 0.1)
+    grad_overlap: float = _p(0.5, "prior: share of gradient reduction hidden behind backward (overlap_comm)", 0, 1)
+    zero3_module_overhead_s: float = _p(150e-6, "prior: ZeRO-3 fetch/release hooks per submodule per pass", 0, 0.1)
+    # --- offload ------------------------------------------------------------------------------
+    h2d_eff: float = _p(0.6, "prior: pinned host<->device copies ~60% of PCIe x16 (H100 probe: 55 of 63 GB/s)", 0.01, 1)
+    # --- quantization -------------------------------------------------------------------------
+    dequant_bytes_per_param: float = _p(2.5, "NF4 dequantize reads 0.5 B and writes 2 B per weight before each GEMM", 0, 20)
+    int8_matmul_slowdown: float = _p(3.0, "prior: bitsandbytes LLM.int8 matmul ~3x slower than bf16", 1, 50)
+    # --- memory -------------------------------------------------------------------------------
+    logits_bytes_per_vocab: float = _p(12.0, "bf16 logits 2 B + fp32 upcast 4 B + log-softmax 4 B + grad transient, per token per vocab entry", 0, 64)
+    workspace_gib: float = _p(0.3, "prior: cuBLAS/cuDNN workspaces and small buffers counted by max_memory_allocated", 0, 8)
+    reserved_gib: float = _p(1.0, "prior: CUDA context, NCCL buffers and fragmentation outside max_memory_allocated", 0, 16)
+
+
+# Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
+FITTED = (
+    "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "step_overhead_s",
+    "optimizer_eff", "cpu_adam_gparams_per_core_s", "link_eff_nvswitch", "link_eff_pcie", "link_eff_pcie_no_p2p",
+    "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown",
+)
+
+
+@lru_cache(maxsize=4)
+def load_efficiencies(name: str = "fitted") -> Efficiencies:
+    """The bundled fitted parameters when present, else the priors."""
+    path = CALIBRATION_DIR / f"{name}.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        return Efficiencies(**data.get("parameters", data))
+    return Efficiencies()

@@ -1,0 +1,360 @@
+"""Typed schema of everything the advisor reads or writes: catalogs, cases, predictions, measurements.
+
+The case and prediction models are the prediction contract of ``shared/CONTRACT.md``: extend, never
+rename or drop a field. Units are in the field names (``_gib``, ``_s``, ``_gbs`` = GB/s, ``_tflops`` =
+10^12 FLOP/s).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Catalog entries
+
+
+class GPUSpec(Strict):
+    """One GPU model. Every number carries a source in ``sources`` (field name -> citation)."""
+
+    id: str
+    name: str
+    aliases: list[str] = []
+    arch: str  # volta, ampere, ada, hopper
+    compute_capability: float
+    memory_gib: float  # usable device memory as nvidia-smi reports it, GiB
+    memory_bandwidth_gbs: float  # HBM/GDDR peak, GB/s
+    bf16_tflops: float | None  # dense tensor-core, fp32 accumulate; None = no bf16
+    fp16_tflops: float  # dense tensor-core, fp32 accumulate
+    fp8_tflops: float | None = None  # dense
+    int8_tops: float | None = None  # dense
+    fp32_tflops: float  # non-tensor FP32
+    nvlink_gbs: float = 0.0  # per GPU, one direction, GB/s; 0 = none
+    nvlink_kind: Literal["none", "nvswitch", "bridge-pairs"] = "none"
+    pcie_gen: int
+    pcie_gbs: float  # x16 one direction, GB/s
+    p2p_over_pcie: bool = True  # GeForce 40-series has peer-to-peer disabled
+    tdp_w: float | None = None
+    sources: dict[str, str]
+
+    @model_validator(mode="after")
+    def _every_number_sourced(self) -> "GPUSpec":
+        numeric = [k for k, v in self if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None]
+        missing = [k for k in numeric if k not in self.sources and k not in ("compute_capability",)]
+        if missing:
+            raise ValueError(f"GPU {self.id}: numbers without a source: {', '.join(missing)}")
+        return self
+
+    @property
+    def matmul_tflops(self) -> float:
+        """Dense 16-bit tensor-core peak used for training (bf16, or fp16 where bf16 is missing)."""
+        return self.bf16_tflops if self.bf16_tflops else self.fp16_tflops
+
+    @property
+    def supports_bf16(self) -> bool:
+        return bool(self.bf16_tflops)
+
+
+class HostSpec(Strict):
+    cpu_cores: int
+    host_ram_gib: float
+    cpu_adam_gparams_per_s: float | None = None  # measured DeepSpeed CPU Adam, whole host
+    source: str = "default"
+
+
+class PlatformSpec(Strict):
+    """A server: ``count`` GPUs of one kind, how they are linked, and the host they sit in."""
+
+    id: str
+    gpu: GPUSpec
+    count: int = Field(ge=1)
+    interconnect: Literal["nvswitch", "nvlink-pairs", "pcie", "pcie-no-p2p", "single"]
+    link_gbs: float  # per-GPU one-direction bandwidth of the link collectives use, GB/s
+    host: HostSpec
+    notes: str = ""
+
+
+class ModelArch(Strict):
+    """A Llama-style decoder (RMSNorm, RoPE, SwiGLU MLP, GQA; optional MoE)."""
+
+    name: str
+    aliases: list[str] = []
+    hf_model_type: str = "llama"
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    num_hidden_layers: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    num_local_experts: int = Field(default=1, ge=1)
+    num_experts_per_tok: int = Field(default=1, ge=1)
+    head_dim: int | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False  # Qwen2 has q/k/v biases
+    max_position_embeddings: int = 4096
+    param_count: int | None = None  # total parameters as transformers counts them, checked by a test
+    source: str = "inline"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelArch":
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads={self.num_attention_heads} is not a multiple of "
+                f"num_key_value_heads={self.num_key_value_heads}"
+            )
+        if self.num_experts_per_tok > self.num_local_experts:
+            raise ValueError("num_experts_per_tok exceeds num_local_experts")
+        if self.head_dim is None and self.hidden_size % self.num_attention_heads:
+            raise ValueError("hidden_size is not a multiple of num_attention_heads")
+        return self
+
+    @property
+    def head_size(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_local_experts > 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Cases (contract input)
+
+InlineModel = dict[str, Any]
+
+
+class _CaseBase(Strict):
+    id: str
+    hardware: str
+    model: Union[str, InlineModel]
+
+
+class TrainCase(_CaseBase):
+    task: Literal["pretrain", "finetune"]
+    method: Literal["full", "lora", "qlora"] = None  # type: ignore[assignment]  # task-dependent default
+    gpus: int | None = Field(default=None, ge=1)
+    engine: Literal["deepspeed", "pytorch"] = "deepspeed"
+    zero_stage: Literal[0, 1, 2, 3] = 0
+    offload: Literal["none", "optimizer", "optimizer+params"] = "none"
+    quantization: Literal["none", "int8", "nf4"] = None  # type: ignore[assignment]
+    recompute: bool = False
+    flash_attention: bool = True
+    micro_batch_size: int = Field(default=1, ge=1)
+    grad_accum: int = Field(default=1, ge=1)
+    seq_len: int = Field(default=2048, ge=1)
+    lora_rank: int = Field(default=64, ge=1)
+    lora_targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            if data.get("method") is None:
+                data["method"] = "full" if data.get("task") == "pretrain" else "lora"
+            if data.get("quantization") is None:
+                data["quantization"] = "nf4" if data.get("method") == "qlora" else "none"
+        return data
+
+    @field_validator("lora_targets")
+    @classmethod
+    def _known_targets(cls, v: list[str]) -> list[str]:
+        bad = [t for t in v if t not in LORA_TARGETS]
+        if bad:
+            raise ValueError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LORA_TARGETS)}")
+        return v
+
+
+class ServeCase(_CaseBase):
+    task: Literal["serve"]
+    batch_size: int = Field(default=1, ge=1)
+    prompt_len: int = Field(default=512, ge=1)
+    kv_len: int | None = Field(default=None, ge=1)
+    output_len: int | None = Field(default=None, ge=1)
+    weight_bits: Literal[16, 8, 4] = 16
+    kv_bits: Literal[16, 8] = 16
+    tensor_parallel: int = Field(default=1, ge=1)
+
+    @property
+    def kv_len_effective(self) -> int:
+        return self.kv_len if self.kv_len is not None else self.prompt_len
+
+
+Case = Annotated[Union[TrainCase, ServeCase], Field(discriminator="task")]
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+# --------------------------------------------------------------------------------------------------
+# Predictions (contract output)
+
+
+class TrainBreakdown(BaseModel):
+    """Seconds per phase of one optimizer step and GiB per memory item of the busiest rank."""
+
+    model_config = ConfigDict(extra="forbid")
+    forward_s: float
+    backward_s: float
+    optimizer_s: float
+    communication_s: float  # exposed (not hidden behind compute)
+    offload_s: float  # exposed host<->device transfers and CPU optimizer
+    overhead_s: float  # framework / launch time not hidden behind GPU work
+    weights_gib: float
+    grads_gib: float
+    optimizer_states_gib: float
+    activations_gib: float
+    buffers_gib: float  # logits/loss, communication buckets, quantization workspace
+    overhead_gib: float  # CUDA workspace (cuBLAS), allocator slack
+
+
+class TrainPrediction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    tokens_per_s: float
+    step_time_s: float
+    peak_mem_gib: float
+    fits: bool
+    breakdown: TrainBreakdown | None = None
+    interval: dict[str, tuple[float, float]] | None = None
+    host_mem_gib: float | None = None  # CPU RAM the offload needs, all ranks together
+    capacity_gib: float | None = None  # device memory of one GPU
+    why_not_fits: str | None = None
+
+
+class ServeBreakdown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prefill_compute_s: float
+    prefill_memory_s: float
+    decode_weights_s: float  # reading weights once per step
+    decode_kv_s: float  # reading the KV cache
+    decode_compute_s: float
+    communication_s: float
+    overhead_s: float
+    weights_gib: float
+    kv_cache_gib: float
+    activations_gib: float
+
+
+class ServePrediction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    prefill_s: float
+    decode_step_s: float
+    decode_tokens_per_s: float
+    e2e_output_tokens_per_s: float | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    peak_mem_gib: float
+    fits: bool
+    max_batch_size: int | None = None  # largest batch whose KV cache fits at this length
+    breakdown: ServeBreakdown | None = None
+    interval: dict[str, tuple[float, float]] | None = None
+    capacity_gib: float | None = None
+    why_not_fits: str | None = None
+
+
+class ErrorLine(BaseModel):
+    id: str | None
+    error: str
+
+
+# --------------------------------------------------------------------------------------------------
+# Measurements
+
+
+class Environment(Strict):
+    gpu_name: str
+    gpu_count: int
+    driver: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    deepspeed: str | None = None
+    transformers: str | None = None
+    peft: str | None = None
+    bitsandbytes: str | None = None
+    date: str
+    command: str
+
+
+class Measured(Strict):
+    """What a real run showed. ``oom`` runs carry no throughput."""
+
+    oom: bool = False
+    tokens_per_s: float | None = None
+    step_time_s: float | None = None
+    peak_mem_gib: float | None = None  # torch.cuda.max_memory_allocated, GiB
+    peak_mem_gb_reported: float | None = None  # a published figure in decimal GB of unstated meaning
+    forward_s: float | None = None
+    backward_s: float | None = None
+    optimizer_s: float | None = None
+    prefill_s: float | None = None
+    decode_step_s: float | None = None
+    e2e_output_tokens_per_s: float | None = None
+    error: str | None = None  # why the run failed, when it did not produce numbers
+
+
+class Measurement(Strict):
+    schema_version: int = SCHEMA_VERSION
+    dataset: str  # e.g. "zhang2023", "own-h100"
+    source: str  # citation or file of origin
+    case: dict[str, Any]  # a contract case (validated on use)
+    measured: Measured
+    environment: Environment | None = None
+    notes: str = ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Calibration profile written by `advisor probe`
+
+
+class GemmPoint(Strict):
+    m: int
+    n: int
+    k: int
+    tflops: float  # achieved, bf16 (fp16 where bf16 is missing)
+
+
+class AttentionPoint(Strict):
+    batch: int
+    seq_len: int
+    heads: int
+    head_dim: int
+    fused_fwd_bwd_s: float | None
+    eager_fwd_bwd_s: float | None
+
+
+class CollectivePoint(Strict):
+    op: Literal["all_reduce", "all_gather", "reduce_scatter"]
+    ranks: int
+    size_bytes: int
+    time_s: float
+    busbw_gbs: float  # nccl-tests convention
+
+
+class Profile(Strict):
+    """Ceilings measured on the local GPUs; they replace catalog numbers in the performance model."""
+
+    schema_version: int = SCHEMA_VERSION
+    gpu_name: str
+    gpu_id: str | None = None  # catalog id it was matched to
+    gpu_count: int
+    environment: Environment
+    quick: bool = False
+    matmul_tflops: float  # large square bf16 GEMM
+    gemm: list[GemmPoint] = []
+    memory_bandwidth_gbs: float  # device copy, read + write bytes over time
+    launch_overhead_s: float  # one small kernel launched from Python, back to back
+    h2d_gbs: float | None = None  # pinned host -> device
+    d2h_gbs: float | None = None
+    cpu_adam_gparams_per_s: float | None = None  # DeepSpeed CPU Adam, all cores of this process
+    attention: list[AttentionPoint] = []
+    collectives: list[CollectivePoint] = []
+    macro: list[Measurement] = []

@@ -1,0 +1,58 @@
+"""The DeepSpeed JSON for a training case. Pure function; DeepSpeed's own parser validates it in tests.
+
+Bucket sizes are written explicitly (not "auto") because the memory model counts them
+(``models.memory``): what we predict is what this config allocates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowledge.schema import GPUSpec, TrainCase
+from models.memory import ALLGATHER_BUCKET, REDUCE_BUCKET, STAGE3_MAX_LIVE, STAGE3_PREFETCH
+
+
+def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]:
+    """A DeepSpeed config dict for ``case`` on ``gpus`` GPUs of type ``gpu``."""
+    precision = "bf16" if gpu.supports_bf16 else "fp16"
+    cfg: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": case.micro_batch_size,
+        "gradient_accumulation_steps": case.grad_accum,
+        "train_batch_size": case.micro_batch_size * case.grad_accum * gpus,
+        "gradient_clipping": 1.0,
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+        "optimizer": {
+            "type": "AdamW",
+            "params": {"lr": 1e-4 if case.method == "full" else 2e-4, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.0},
+        },
+        precision: {"enabled": True} if precision == "bf16" else {"enabled": True, "loss_scale": 0, "initial_scale_power": 16},
+    }
+    zero: dict[str, Any] = {"stage": case.zero_stage}
+    if case.zero_stage in (1, 2):
+        zero.update(
+            overlap_comm=True, contiguous_gradients=True, reduce_scatter=True,
+            reduce_bucket_size=REDUCE_BUCKET, allgather_bucket_size=ALLGATHER_BUCKET,
+        )
+    elif case.zero_stage == 3:
+        zero.update(
+            overlap_comm=True, contiguous_gradients=True, reduce_bucket_size=REDUCE_BUCKET,
+            stage3_prefetch_bucket_size=STAGE3_PREFETCH, stage3_max_live_parameters=STAGE3_MAX_LIVE,
+            stage3_max_reuse_distance=STAGE3_MAX_LIVE, stage3_param_persistence_threshold=10 * 4096,
+            stage3_gather_16bit_weights_on_model_save=True,
+        )
+    if case.offload != "none":
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if case.offload == "optimizer+params":
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    cfg["zero_optimization"] = zero
+    if case.recompute:
+        # Hugging Face models checkpoint through model.gradient_checkpointing_enable(); this block
+        # configures DeepSpeed's own checkpointing for models that call deepspeed.checkpointing.
+        cfg["activation_checkpointing"] = {"partition_activations": False, "contiguous_memory_optimization": False}
+    return cfg
+
+
+def launch_command(case: TrainCase, gpus: int, config_path: str = "ds_config.json", script: str = "train.py") -> str:
+    """The line that starts the job on one node with DeepSpeed's launcher."""
+    return f"deepspeed --num_gpus {gpus} {script} --deepspeed {config_path}"

@@ -1,0 +1,54 @@
+"""The ceilings a prediction divides by: from the catalog, or from a probe profile of the local GPUs."""
+
+from __future__ import annotations
+
+from knowledge.efficiency import Efficiencies
+from knowledge.schema import PlatformSpec, Profile
+from knowledge.units import GBps, TFLOP
+from models.step_time import Ceilings
+
+
+def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:
+    return {
+        "nvswitch": eff.link_eff_nvswitch,
+        "nvlink-pairs": eff.link_eff_pcie,
+        "pcie": eff.link_eff_pcie,
+        "pcie-no-p2p": eff.link_eff_pcie_no_p2p,
+        "single": 1.0,
+    }[platform.interconnect]
+
+
+def ceilings(platform: PlatformSpec, eff: Efficiencies) -> Ceilings:
+    g = platform.gpu
+    return Ceilings(
+        matmul_flops=g.matmul_tflops * TFLOP,
+        memory_bps=g.memory_bandwidth_gbs * GBps,
+        link_bps=0.0 if platform.count == 1 else platform.link_gbs * GBps,
+        link_eff=link_efficiency(platform, eff),
+        pcie_bps=g.pcie_gbs * GBps,
+        cpu_cores=platform.host.cpu_cores,
+    )
+
+
+def apply_profile(eff: Efficiencies, platform: PlatformSpec, profile: Profile | None) -> Efficiencies:
+    """Replace efficiencies the probes measured directly on this GPU; keep the fitted shape terms.
+
+    Each probe gives an achieved rate; its ratio to the datasheet ceiling is the efficiency the
+    correction would otherwise have to guess. Ratios are capped at 1 so a probe cannot beat the roof.
+    """
+    if profile is None:
+        return eff
+    g = platform.gpu
+    upd: dict[str, float] = {}
+    upd["gemm_eff_max"] = min(1.0, profile.matmul_tflops / g.matmul_tflops)
+    upd["memory_eff"] = min(1.0, profile.memory_bandwidth_gbs / g.memory_bandwidth_gbs)
+    upd["kernel_time_s"] = max(eff.kernel_time_s, profile.launch_overhead_s)
+    if profile.h2d_gbs:
+        upd["h2d_eff"] = min(1.0, profile.h2d_gbs / g.pcie_gbs)
+    if profile.cpu_adam_gparams_per_s:
+        upd["cpu_adam_gparams_per_core_s"] = profile.cpu_adam_gparams_per_s / max(platform.host.cpu_cores, 1)
+    big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20]
+    if big and platform.count > 1 and platform.link_gbs > 0:
+        key = {"nvswitch": "link_eff_nvswitch", "pcie-no-p2p": "link_eff_pcie_no_p2p"}.get(platform.interconnect, "link_eff_pcie")
+        upd[key] = min(1.0, max(p.busbw_gbs for p in big) / platform.link_gbs)
+    return eff.model_copy(update=upd)

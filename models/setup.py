@@ -1,0 +1,98 @@
+"""What a training case means physically: which parameters train, which are quantized, how many ranks.
+
+Both the memory model and the step-time model start from this one derivation, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowledge.errors import AdvisorError
+from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from models.architecture import LINEAR_NAMES, ParamCounts, lora_params_per_layer, param_counts
+
+# Bytes per quantized weight. NF4 with double quantization: 4 bits + an 8-bit absmax per 64 weights +
+# an fp32 scale per 256 absmax (QLoRA paper, Dettmers et al. 2023, section 3). LLM.int8: 1 byte + fp32
+# row statistics (negligible).
+QUANT_BYTES = {"none": 2.0, "nf4": 0.5 + 1 / 64 + 4 / (64 * 256), "int8": 1.0}
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    case: TrainCase
+    arch: ModelArch
+    platform: PlatformSpec
+    params: ParamCounts
+    ranks: int  # data-parallel ranks (GPUs used)
+    trainable: int  # parameters the optimizer updates
+    frozen_16bit: int  # frozen parameters kept in 16-bit
+    quantized: int  # frozen parameters stored quantized
+    lora: int  # adapter parameters (part of trainable)
+    half_bytes: int  # 2: bf16 or fp16
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in one micro-batch on one rank."""
+        return self.case.micro_batch_size * self.case.seq_len
+
+    @property
+    def is_lora(self) -> bool:
+        return self.case.method in ("lora", "qlora")
+
+    @property
+    def zero(self) -> int:
+        return self.case.zero_stage if self.case.engine == "deepspeed" else 0
+
+    @property
+    def offload_optimizer(self) -> bool:
+        return self.case.offload != "none"
+
+    @property
+    def offload_params(self) -> bool:
+        return self.case.offload == "optimizer+params"
+
+    def linear_saves_input(self, name: str) -> bool:
+        """Does autograd keep this projection's input for backward? Only when some weight behind it trains."""
+        if self.case.method == "full" and self.case.quantization == "none":
+            return True
+        if self.is_lora and name in self.case.lora_targets:
+            return True  # the LoRA A matrix trains on the same input
+        # bitsandbytes' 4-bit and 8-bit matmuls keep their input whenever it requires grad
+        return self.case.quantization != "none"
+
+
+def check_combination(case: TrainCase) -> None:
+    """Reject combinations the engines cannot run, with the reason in one line."""
+    if case.offload == "optimizer+params" and (case.engine != "deepspeed" or case.zero_stage != 3):
+        raise AdvisorError("offload 'optimizer+params' needs engine deepspeed with zero_stage 3")
+    if case.offload != "none" and (case.engine != "deepspeed" or case.zero_stage == 0):
+        raise AdvisorError(f"offload {case.offload!r} needs engine deepspeed with zero_stage 1-3, got zero_stage {case.zero_stage}")
+    if case.engine == "pytorch" and case.zero_stage != 0:
+        raise AdvisorError(f"zero_stage {case.zero_stage} needs engine deepspeed (engine pytorch is plain data parallel)")
+    if case.method == "qlora" and case.quantization != "nf4":
+        raise AdvisorError(f"method qlora means an NF4 base; quantization {case.quantization!r} contradicts it")
+    if case.method == "lora" and case.quantization == "nf4":
+        raise AdvisorError("method lora with quantization nf4 is QLoRA: use method qlora")
+
+
+def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec) -> TrainSetup:
+    check_combination(case)
+    ranks = case.gpus or platform.count
+    if ranks > platform.count:
+        raise AdvisorError(f"gpus={ranks} exceeds the {platform.count} GPUs of {platform.id!r}")
+    bad = [t for t in case.lora_targets if t not in LINEAR_NAMES]
+    if bad:
+        raise AdvisorError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LINEAR_NAMES)}")
+    pc = param_counts(arch)
+    quantized = pc.decoder_linear if case.quantization != "none" else 0
+    lora = lora_params_per_layer(arch, case.lora_rank, case.lora_targets) * arch.num_hidden_layers if case.method != "full" else 0
+    if case.method == "full":
+        trainable = pc.total - quantized  # quantized projections are frozen (the published "Q" rows)
+        frozen16 = 0
+    else:
+        trainable = lora
+        frozen16 = pc.total - quantized
+    return TrainSetup(
+        case=case, arch=arch, platform=platform, params=pc, ranks=ranks, trainable=trainable,
+        frozen_16bit=frozen16, quantized=quantized, lora=lora, half_bytes=2,
+    )

@@ -1,0 +1,263 @@
+"""Random-initialised Hugging Face decoders for real measurements, never loaded from a hub.
+
+Only shapes matter for speed and memory, so every model here is built from a ``ModelArch`` with random
+weights directly on the target device. Quantized bases (bitsandbytes NF4 / int8) are built one decoder
+layer at a time and quantized as they are made, so the device never holds the whole 16-bit model: that is
+how ``from_pretrained(..., quantization_config=...)`` behaves, and it keeps the measured peak honest.
+
+torch / transformers / peft / bitsandbytes are imported inside the functions: the CLI imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator
+
+from knowledge.schema import ModelArch, TrainCase
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+# hf_model_type -> (config class, modeling module, decoder layer class)
+_FAMILIES: dict[str, tuple[str, str, str]] = {
+    "llama": ("LlamaConfig", "llama", "LlamaDecoderLayer"),
+    "mistral": ("MistralConfig", "mistral", "MistralDecoderLayer"),
+    "mixtral": ("MixtralConfig", "mixtral", "MixtralDecoderLayer"),
+    "qwen2": ("Qwen2Config", "qwen2", "Qwen2DecoderLayer"),
+}
+
+
+def _family(arch: ModelArch) -> str:
+    kind = arch.hf_model_type
+    if arch.is_moe and kind in ("llama", "mistral"):
+        kind = "mixtral"  # an inline MoE architecture is a Mixtral-style decoder
+    if kind not in _FAMILIES:
+        raise ValueError(f"model type {arch.hf_model_type!r} is not supported (one of {', '.join(_FAMILIES)})")
+    return kind
+
+
+def hf_config(arch: ModelArch, num_layers: int | None = None, *, attn_impl: str = "sdpa", use_cache: bool = False) -> Any:
+    """The transformers config of ``arch``; ``num_layers`` overrides the depth (a truncated probe model).
+
+    ``attn_impl`` is "sdpa" (fused attention; FlashAttention kernels on Hopper in bf16) or "eager" (scores
+    materialised). ``use_cache`` is False for training so no KV cache is built.
+    """
+    import transformers
+
+    kind = _family(arch)
+    cls = getattr(transformers, _FAMILIES[kind][0])
+    kw: dict[str, Any] = dict(
+        hidden_size=arch.hidden_size,
+        intermediate_size=arch.intermediate_size,
+        num_hidden_layers=num_layers or arch.num_hidden_layers,
+        num_attention_heads=arch.num_attention_heads,
+        num_key_value_heads=arch.num_key_value_heads,
+        vocab_size=arch.vocab_size,
+        max_position_embeddings=arch.max_position_embeddings,
+        tie_word_embeddings=arch.tie_word_embeddings,
+        use_cache=use_cache,
+        attention_dropout=0.0,
+    )
+    if arch.head_dim:
+        kw["head_dim"] = arch.head_dim
+    if kind == "llama":
+        kw["attention_bias"] = arch.attention_bias
+    if kind == "mixtral":
+        kw["num_local_experts"] = arch.num_local_experts
+        kw["num_experts_per_tok"] = arch.num_experts_per_tok
+    if kind in ("mistral", "mixtral"):
+        kw["sliding_window"] = None  # full causal attention, as the published 7B/8x7B runs at <= 4k tokens
+    cfg = cls(**kw)
+    cfg._attn_implementation = attn_impl
+    return cfg
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: "torch.dtype") -> Iterator[None]:
+    import torch
+
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+def build_model(
+    arch: ModelArch,
+    *,
+    device: "str | torch.device",
+    dtype: "torch.dtype",
+    num_layers: int | None = None,
+    attn_impl: str = "sdpa",
+    quantization: str = "none",
+    use_cache: bool = False,
+    zero3_config: dict | None = None,
+) -> Any:
+    """A random-init ``*ForCausalLM`` on ``device`` in ``dtype``; no hub access.
+
+    ``quantization`` "nf4" / "int8" builds the decoder layers one at a time and replaces their linears by
+    bitsandbytes layers at once (peak = quantized model + one 16-bit layer). ``zero3_config`` (a DeepSpeed
+    config dict) builds under ``deepspeed.zero.Init`` so parameters are partitioned as they are created.
+    """
+    import torch
+    import transformers
+
+    cfg = hf_config(arch, num_layers, attn_impl=attn_impl, use_cache=use_cache)
+    if zero3_config is not None:
+        import deepspeed
+
+        with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
+            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
+        return model
+    if quantization == "none":
+        with torch.device(device):
+            return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
+
+    # Quantized base: a one-layer shell for embeddings / norm / rotary / lm_head, then the real layers.
+    _bnb()  # fail early, before allocating anything, when bitsandbytes is missing
+    shell_cfg = hf_config(arch, 1, attn_impl=attn_impl, use_cache=use_cache)
+    with torch.device(device):
+        model = transformers.AutoModelForCausalLM.from_config(shell_cfg, dtype=dtype, attn_implementation=attn_impl)
+    kind = _family(arch)
+    module = __import__(f"transformers.models.{_FAMILIES[kind][1]}.modeling_{_FAMILIES[kind][1]}", fromlist=["x"])
+    layer_cls = getattr(module, _FAMILIES[kind][2])
+    layers = torch.nn.ModuleList()
+    model.model.layers = layers  # drop the shell's layer before building the real ones
+    for i in range(cfg.num_hidden_layers):
+        with torch.device(device), _default_dtype(dtype):
+            layer = layer_cls(cfg, layer_idx=i)
+        quantize_linears(layer, quantization, device)
+        layers.append(layer)
+    # The forward loops over ``self.layers[: config.num_hidden_layers]``: give every module the full config.
+    cfg.dtype = dtype
+    model.config = cfg
+    model.model.config = cfg
+    return model
+
+
+def _bnb() -> Any:
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise RuntimeError(
+            "quantization nf4/int8 needs bitsandbytes (pip install 'bitsandbytes>=0.45'); it is not installed"
+        ) from e
+    import bitsandbytes
+
+    return bitsandbytes
+
+
+def quantize_linears(module: Any, quantization: str, device: "str | torch.device") -> int:
+    """Replace every ``nn.Linear`` under ``module`` by a frozen bitsandbytes layer holding its weights.
+
+    nf4: ``Linear4bit`` (NF4, double quantization, bf16 compute) = the QLoRA base. int8: ``Linear8bitLt``
+    with ``has_fp16_weights=False`` (LLM.int8(), threshold 6.0 as transformers' default). Returns the count.
+    """
+    import torch
+
+    if quantization not in ("nf4", "int8"):
+        return 0
+    bnb = _bnb()
+    device = torch.device(device)
+    count = 0
+    for name, child in list(module.named_children()):
+        if isinstance(child, torch.nn.Linear) and not isinstance(child, (bnb.nn.Linear4bit, bnb.nn.Linear8bitLt)):
+            setattr(module, name, _to_bnb(bnb, child, quantization, device))
+            count += 1
+        else:
+            count += quantize_linears(child, quantization, device)
+    return count
+
+
+def _to_bnb(bnb: Any, lin: Any, quantization: str, device: Any) -> Any:
+    import torch
+
+    has_bias = lin.bias is not None
+    w = lin.weight.data.to(torch.bfloat16)
+    if quantization == "nf4":
+        # device="meta": the constructor's own fp32 weight would be a wasted allocation + init
+        q = bnb.nn.Linear4bit(
+            lin.in_features, lin.out_features, bias=has_bias, compute_dtype=torch.bfloat16,
+            compress_statistics=True, quant_type="nf4", device="meta",
+        )
+        q.weight = bnb.nn.Params4bit(w, requires_grad=False, compress_statistics=True, quant_type="nf4", module=q)
+        q.weight = q.weight.to(device)  # quantizes on the way (Params4bit.to)
+    else:
+        q = bnb.nn.Linear8bitLt(
+            lin.in_features, lin.out_features, bias=has_bias, has_fp16_weights=False, threshold=6.0, device="meta"
+        )
+        p = bnb.nn.Int8Params(w, requires_grad=False, has_fp16_weights=False)
+        # Int8Params.to only quantizes from host memory; _quantize does it from anywhere (bnb >= 0.45)
+        q.weight = p._quantize(device) if hasattr(p, "_quantize") else p.cpu().to(device)
+    if has_bias:
+        q.bias = torch.nn.Parameter(lin.bias.data.to(device=device, dtype=torch.bfloat16), requires_grad=False)
+    return q
+
+
+def decoder_layers(model: Any) -> Any:
+    """The ``nn.ModuleList`` of decoder layers of a (possibly PEFT-wrapped) causal LM."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.model.layers
+
+
+def enable_recompute(model: Any) -> None:
+    """Non-reentrant activation checkpointing of every decoder layer (reentrant breaks with frozen inputs)."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.2x renamed it
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def apply_method(model: Any, case: TrainCase) -> Any:
+    """Make ``model`` trainable the way ``case.method`` / ``case.quantization`` say; returns the model to train.
+
+    full: every parameter trains, except quantized linears (the published "Q" pre-training rows train only
+    embeddings, norms and lm_head). lora / qlora: a frozen base with PEFT LoRA adapters
+    (r = lora_rank, alpha = 2r, dropout 0) on ``case.lora_targets``.
+    """
+    quant = case.quantization
+    if quant in ("nf4", "int8"):
+        # No-op for layers build_model already quantized; makes apply_method correct on any model.
+        device = next(p.device for p in model.parameters())
+        for layer in decoder_layers(model):
+            quantize_linears(layer, quant, device)
+    if case.recompute:
+        enable_recompute(model)
+    if case.method == "full":
+        for p in model.parameters():
+            # bnb weights (uint8 / int8 storage) cannot carry gradients: they stay frozen
+            p.requires_grad_(p.is_floating_point())
+        return model
+
+    from peft import LoraConfig, get_peft_model
+
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if case.recompute:
+        model.enable_input_require_grads()  # checkpointed blocks need an input that requires grad
+    lcfg = LoraConfig(
+        r=case.lora_rank,
+        lora_alpha=2 * case.lora_rank,
+        lora_dropout=0.0,
+        target_modules=list(case.lora_targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lcfg)
+
+
+def trainable_parameters(model: Any) -> list:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def count_parameters(model: Any) -> tuple[int, int]:
+    """(total, trainable) parameter counts; bnb 4-bit tensors count their packed elements twice (2 per byte)."""
+    total = trainable = 0
+    for p in model.parameters():
+        n = p.numel() * (2 if p.dtype == __import__("torch").uint8 else 1)
+        total += n
+        trainable += n if p.requires_grad else 0
+    return total, trainable
