@@ -1,0 +1,135 @@
+"""Accuracy against measured runs, always on rows the correction was not fitted on.
+
+Leave-one-group-out: for each group (a GPU, a platform, a model size, a data set) the correction is
+fitted on every other group and scored on the held-out one. Memory and the fit verdict involve no
+fitted parameter, so they are scored on every row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.cases import parse_case
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.efficiency import Efficiencies
+from knowledge.errors import AdvisorError
+from knowledge.schema import Measurement, ModelArch, PlatformSpec, TrainCase
+from knowledge.units import gb_to_gib
+from models.correction import EfficiencyCorrection
+from models.training import predict_training
+
+GROUPINGS = ("gpu", "platform", "model", "dataset")
+
+
+@dataclass(frozen=True)
+class Row:
+    m: Measurement
+    case: TrainCase
+    arch: ModelArch
+    platform: PlatformSpec
+
+    def group(self, by: str) -> str:
+        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "model": self.arch.name, "dataset": self.m.dataset}[by]
+
+    @property
+    def sample(self):
+        return (self.case, self.arch, self.platform)
+
+    @property
+    def has_throughput(self) -> bool:
+        return not self.m.measured.oom and bool(self.m.measured.tokens_per_s)
+
+
+def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[str]]:
+    rows, skipped = [], []
+    for m in measurements:
+        if m.case.get("task") not in ("pretrain", "finetune"):
+            continue
+        try:
+            case = parse_case(m.case)
+            platform = resolve_platform(case.hardware, case.gpus)
+            arch = resolve_model(case.model)
+        except (AdvisorError, ValueError) as e:
+            skipped.append(f"{m.source}: {e}")
+            continue
+        if m.measured.error and not m.measured.oom:
+            skipped.append(f"{m.source}: run failed ({m.measured.error[:80]})")
+            continue
+        rows.append(Row(m, case, arch, platform))
+    return rows, skipped
+
+
+def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None) -> EfficiencyCorrection:
+    usable = [r for r in rows if r.has_throughput]
+    return EfficiencyCorrection(prior=prior).fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable])
+
+
+def held_out_throughput(rows: Sequence[Row], by: str, progress: Callable[[str], None] | None = None) -> dict[str, list[tuple[Row, float]]]:
+    """{group: [(row, predicted tokens/s)]}, each group predicted by a fit on the other groups only."""
+    usable = [r for r in rows if r.has_throughput]
+    groups = sorted({r.group(by) for r in usable})
+    out: dict[str, list[tuple[Row, float]]] = {}
+    for g in groups:
+        train = [r for r in usable if r.group(by) != g]
+        test = [r for r in usable if r.group(by) == g]
+        if progress:
+            progress(g)
+        if not train:
+            continue  # a single group cannot be held out: nothing left to fit on
+        model = fit_correction(train)
+        out[g] = list(zip(test, model.predict([r.sample for r in test])))
+    return out
+
+
+def mape(pairs: Sequence[tuple[float, float]]) -> float:
+    """Mean absolute percentage error of (predicted, measured) pairs."""
+    return float(np.mean([abs(p - m) / m for p, m in pairs])) if pairs else math.nan
+
+
+def memory_pairs(rows: Sequence[Row], eff: Efficiencies) -> dict[str, list[tuple[float, float]]]:
+    """(predicted GiB, measured GiB) per data set. Published 'GB' is converted from decimal GB."""
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        meas = r.m.measured
+        measured = meas.peak_mem_gib if meas.peak_mem_gib else (gb_to_gib(meas.peak_mem_gb_reported) if meas.peak_mem_gb_reported else None)
+        if measured is None or meas.oom:
+            continue
+        p = predict_training(r.case, r.arch, r.platform, eff)
+        out[r.m.dataset].append((p.peak_mem_gib, measured))
+    return dict(out)
+
+
+def fit_verdicts(rows: Sequence[Row], eff: Efficiencies) -> dict[str, tuple[int, int]]:
+    """(right, total) of the fits/OOM verdict per data set."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        p = predict_training(r.case, r.arch, r.platform, eff)
+        out[r.m.dataset][0] += int(p.fits == (not r.m.measured.oom))
+        out[r.m.dataset][1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def grid_key(r: Row) -> str:
+    """Rows measured together as one grid: same data set, table/file, platform and task."""
+    table = r.m.source.split(",")[2].strip().split(" (")[0] if r.m.dataset == "zhang2023" else r.m.dataset
+    return f"{r.m.dataset}|{table}|{r.platform.id}|{r.case.task}|{r.arch.name}"
+
+
+def regrets(pairs: Sequence[tuple[Row, float]]) -> dict[str, float]:
+    """Per grid: 1 - measured(best predicted) / measured(best measured), over held-out predictions."""
+    grids: dict[str, list[tuple[Row, float]]] = defaultdict(list)
+    for r, p in pairs:
+        grids[grid_key(r)].append((r, p))
+    out = {}
+    for k, items in grids.items():
+        if len(items) < 3:
+            continue
+        best_measured = max(r.m.measured.tokens_per_s for r, _ in items)
+        pick = max(items, key=lambda rp: rp[1])[0]
+        out[k] = 1.0 - pick.m.measured.tokens_per_s / best_measured
+    return out

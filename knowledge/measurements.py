@@ -1,0 +1,96 @@
+"""Measured runs: the published rows (with their source) and the project's own JSON lines.
+
+Published rows are converted to contract cases here, once, so every consumer (fit, validate, the app)
+sees the same cases. Nothing is interpolated or invented: a row without a number stays without it.
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from knowledge.schema import Measured, Measurement
+from knowledge.store import read_jsonl
+
+MEASUREMENTS = Path(__file__).parent / "measurements"
+PUBLISHED = MEASUREMENTS / "published"
+OWN = MEASUREMENTS / "own"
+
+ZHANG = "Zhang et al. 2023, arXiv 2311.03687 v2"
+_PLATFORM = {"a800x8": "a800x8", "rtx4090x8": "rtx4090x8", "rtx3090x8_nvlink": "rtx3090x8", "rtx3090x8_pcie": "rtx3090x8-pcie"}
+
+
+def flags_to_case(flags: str, task: str) -> dict:
+    """The paper's method flags (``R+Z3+O``, ``QL+F``) as contract case fields.
+
+    The paper's baseline is eager attention (``F`` switches FlashAttention on); ``O`` offloads the
+    optimizer with ZeRO-2 and the optimizer and parameters with ZeRO-3; ``Q`` in pre-training is the
+    4-bit NF4 base with the rest trained.
+    """
+    parts = set(flags.split("+")) - {"Naive"}
+    unknown = parts - {"Z2", "Z3", "O", "Q", "R", "F", "L", "QL"}
+    if unknown:
+        raise ValueError(f"unknown method flags {sorted(unknown)} in {flags!r}")
+    zero = 3 if "Z3" in parts else 2 if "Z2" in parts else 0
+    case: dict = {
+        "task": task,
+        "engine": "deepspeed",
+        "zero_stage": zero,
+        "offload": ("optimizer+params" if zero == 3 else "optimizer") if "O" in parts else "none",
+        "recompute": "R" in parts,
+        "flash_attention": "F" in parts,
+        "method": "qlora" if "QL" in parts else "lora" if "L" in parts else "full",
+    }
+    if "Q" in parts:
+        case["quantization"] = "nf4"
+    return case
+
+
+def load_published() -> list[Measurement]:
+    """Every DeepSpeed row of the Zhang et al. tables (Megatron rows and batch-less OOM rows skipped)."""
+    rows: list[Measurement] = []
+    for path in sorted(PUBLISHED.glob("*.csv")):
+        with open(path, newline="") as f:
+            for n, r in enumerate(csv.DictReader(f), start=2):
+                if r["table"] == "Table II" or not r["batch_size"]:
+                    continue  # Table II repeats Table III/IV's DeepSpeed rows beside Megatron-LM
+                case = flags_to_case(r["method_flags"], r["task"])
+                case.update(
+                    id=f"{path.stem}:{n}", hardware=_PLATFORM[r["platform"]], model=r["model"],
+                    micro_batch_size=int(r["batch_size"]), seq_len=int(r["seq_len"]),
+                )
+                oom = r["oom"].strip().lower() == "true"
+                measured = Measured(
+                    oom=oom,
+                    tokens_per_s=float(r["throughput_tokens_per_s"]) if r["throughput_tokens_per_s"] else None,
+                    peak_mem_gb_reported=float(r["peak_mem_gb"]) if r["peak_mem_gb"] else None,
+                )
+                rows.append(Measurement(
+                    dataset="zhang2023", source=f"{ZHANG}, {r['table']} ({path.name} line {n})",
+                    case=case, measured=measured, notes=r["notes"],
+                ))
+    return rows
+
+
+def load_own(folder: Path = OWN) -> tuple[list[Measurement], list[str]]:
+    """The project's own runs (``*.jsonl``); corrupt lines are reported and skipped."""
+    rows, problems = [], []
+    for path in sorted(folder.glob("*.jsonl")):
+        for n, obj, err in read_jsonl(path):
+            if err:
+                problems.append(err)
+                continue
+            try:
+                rows.append(Measurement.model_validate(obj))
+            except ValidationError as e:
+                problems.append(f"{path}:{n}: not a measurement ({e.errors()[0]['msg']})")
+    return rows, problems
+
+
+@lru_cache(maxsize=1)
+def all_measurements() -> tuple[Measurement, ...]:
+    own, _ = load_own()
+    return tuple(load_published() + own)

@@ -1,0 +1,161 @@
+"""The learned correction: the model's named efficiencies fitted to measured step times.
+
+A scikit-learn estimator. ``fit`` moves the ``FITTED`` efficiencies of ``knowledge.efficiency`` so that
+the per-phase analytic model (compute, elementwise, launch/dispatch, optimizer, communication,
+offload, CPU Adam) reproduces measured throughput, in log space, with a pull toward the priors so a
+parameter the data does not constrain stays physical. Each parameter acts on its own phase, not as one
+opaque multiplier, and every efficiency stays within (0, 1], so no prediction beats the roofline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+from scipy.optimize import least_squares
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from knowledge.efficiency import FITTED, Efficiencies
+from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from models.roofline import ceilings
+from models.setup import derive
+from models.step_time import tokens_per_step, training_step_time
+
+TrainSample = tuple[TrainCase, ModelArch, PlatformSpec]
+
+# Per-platform factors the fit may learn where a platform has measurements: the host and its links
+# differ between servers of the same GPU (PCIe topology, CPU, NUMA), and nothing in a datasheet says
+# how. A platform without rows keeps the global values.
+PLATFORM_PARAMS = ("link", "h2d_eff", "cpu_adam_gparams_per_core_s", "kernel_time_s")
+LINK_PARAM = {"nvswitch": "link_eff_nvswitch", "nvlink-pairs": "link_eff_pcie", "pcie": "link_eff_pcie", "pcie-no-p2p": "link_eff_pcie_no_p2p", "single": None}
+
+
+def platform_values(values: dict[str, float], platform: PlatformSpec, overrides: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Global values with a platform's learned factors applied (efficiencies stay capped at 1)."""
+    factors = overrides.get(platform.id)
+    if not factors:
+        return values
+    out = dict(values)
+    for key, f in factors.items():
+        name = LINK_PARAM[platform.interconnect] if key == "link" else key
+        if name:
+            lo, hi = _bounds(name)
+            out[name] = min(max(values[name] * f, lo), hi)
+    return out
+
+
+def _bounds(name: str) -> tuple[float, float]:
+    meta = Efficiencies.model_fields[name].metadata
+    lo = next((m.ge for m in meta if hasattr(m, "ge")), 0.0)
+    hi = next((m.le for m in meta if hasattr(m, "le")), math.inf)
+    return lo, hi
+
+
+def _to_z(name: str, x: float) -> float:
+    lo, hi = _bounds(name)
+    if math.isfinite(hi):
+        u = min(max((x - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+        return math.log(u / (1 - u))
+    return math.log(max(x - lo, 1e-12))
+
+
+def _from_z(name: str, z: float) -> float:
+    lo, hi = _bounds(name)
+    if math.isfinite(hi):
+        return lo + (hi - lo) / (1 + math.exp(-z))
+    return lo + math.exp(min(z, 50.0))
+
+
+class EfficiencyCorrection(BaseEstimator, RegressorMixin):
+    """Fit the model's efficiencies to measured training throughput.
+
+    Parameters
+    ----------
+    prior : Efficiencies, default=None
+        Starting point and regularisation target (the analytic v1 priors when None).
+    params : tuple of str, default=FITTED
+        Names of the efficiencies the fit may move.
+    prior_weight : float, default=0.1
+        Strength of the pull toward the prior, per parameter, in logit/log units.
+    platform_weight : float, default=1.0
+        Strength of the pull of each per-platform factor toward 1, in log units.
+
+    Attributes
+    ----------
+    efficiencies_ : Efficiencies
+        The fitted parameters.
+    n_samples_ : int
+    platform_factors_ : dict
+        {platform id: {parameter: factor}} for the platforms the rows cover.
+    train_mape_ : float
+        Mean absolute percentage error of tokens/s on the fitted rows (not a validation figure).
+    """
+
+    def __init__(
+        self, prior: Efficiencies | None = None, params: tuple[str, ...] = FITTED, prior_weight: float = 0.1,
+        platform_weight: float = 1.0,
+    ) -> None:
+        self.prior = prior
+        self.params = params
+        self.prior_weight = prior_weight
+        self.platform_weight = platform_weight
+
+    # Samples are prepared once: the derivation and ceilings do not depend on the fitted values,
+    # except the link efficiency, which is looked up per platform inside the loop.
+    @staticmethod
+    def _prepare(X: Sequence[TrainSample]):
+        return [(derive(c, a, p), p) for c, a, p in X]
+
+    @staticmethod
+    def _predict_prepared(prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
+        out = np.empty(len(prepared))
+        for i, (s, p) in enumerate(prepared):
+            eff = SimpleNamespace(**platform_values(eff_values, p, overrides or {}))
+            t = training_step_time(s, eff, ceilings(p, eff)).total  # type: ignore[arg-type]
+            out[i] = tokens_per_step(s) / t
+        return out
+
+    def fit(self, X: Sequence[TrainSample], y: Sequence[float]) -> "EfficiencyCorrection":
+        prior = self.prior or Efficiencies()
+        base = prior.model_dump()
+        y_arr = np.asarray(y, dtype=float)
+        if len(X) != len(y_arr) or len(X) == 0:
+            raise ValueError(f"X and y must be non-empty and of equal length, got {len(X)} and {len(y_arr)}")
+        if not np.all(np.isfinite(y_arr)) or np.any(y_arr <= 0):
+            raise ValueError("y must be positive, finite tokens/s")
+        prepared = self._prepare(X)
+        platforms = sorted({p.id for _, p in prepared})
+        slots = [(pid, k) for pid in platforms for k in PLATFORM_PARAMS]
+        k = len(self.params)
+        z0 = np.concatenate([[_to_z(n, base[n]) for n in self.params], np.zeros(len(slots))])
+        w, wp = math.sqrt(self.prior_weight), math.sqrt(self.platform_weight)
+
+        def unpack(z: np.ndarray) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+            v = dict(base)
+            v.update({n: _from_z(n, zi) for n, zi in zip(self.params, z[:k])})
+            over: dict[str, dict[str, float]] = {}
+            for (pid, key), zi in zip(slots, z[k:]):
+                over.setdefault(pid, {})[key] = math.exp(zi)
+            return v, over
+
+        def residuals(z: np.ndarray) -> np.ndarray:
+            pred = self._predict_prepared(prepared, *unpack(z))
+            return np.concatenate([np.log(pred) - np.log(y_arr), w * (z[:k] - z0[:k]), wp * z[k:]])
+
+        sol = least_squares(residuals, z0, method="trf", x_scale=1.0, max_nfev=40 * len(z0), diff_step=1e-3)
+        values, over = unpack(sol.x)
+        self.efficiencies_ = Efficiencies(**values)
+        self.platform_factors_ = {pid: {key: round(f, 4) for key, f in d.items()} for pid, d in over.items()}
+        pred = self._predict_prepared(prepared, self.efficiencies_.model_dump(), self.platform_factors_)
+        self.n_samples_ = len(X)
+        self.train_mape_ = float(np.mean(np.abs(pred - y_arr) / y_arr))
+        return self
+
+    def predict(self, X: Sequence[TrainSample]) -> np.ndarray:
+        """Tokens/s for each (case, arch, platform)."""
+        eff = getattr(self, "efficiencies_", None)
+        if eff is None:
+            raise RuntimeError("EfficiencyCorrection is not fitted; call fit first")
+        return self._predict_prepared(self._prepare(X), eff.model_dump(), self.platform_factors_)
