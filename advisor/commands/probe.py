@@ -63,7 +63,7 @@ def _resolve_device(device: str | None) -> str:
     if device is None:
         if torch.cuda.is_available():
             return "cuda"
-        typer.echo("advisor probe: warning: no CUDA GPU visible; measuring the CPU at toy size (not a GPU profile)", err=True)
+        typer.echo("advisor probe: warning: no CUDA GPU visible; CPU numbers are toy-size, not a GPU profile", err=True)
         return "cpu"
     if device != "cpu" and not (device == "cuda" or device.startswith("cuda:")):
         _fail(f"--device {device!r}: use cuda, cuda:N or cpu")
@@ -81,18 +81,18 @@ def _summary(profile: Any) -> Any:
     t = Table(title=f"Profile of {profile.gpu_name} x{profile.gpu_count}" + (" (quick)" if profile.quick else ""))
     t.add_column("ceiling")
     t.add_column("value", justify="right")
-    t.add_row("matmul, large square", f"{profile.matmul_tflops:.1f} TFLOP/s")
+    t.add_row("matmul, large square", f"{profile.matmul_tflops:.4g} TFLOP/s")
     if profile.gemm:
         lo, hi = min(p.tflops for p in profile.gemm), max(p.tflops for p in profile.gemm)
-        t.add_row(f"model GEMMs ({len(profile.gemm)} shapes)", f"{lo:.1f}-{hi:.1f} TFLOP/s")
-    t.add_row("memory copy (read+write)", f"{profile.memory_bandwidth_gbs:.0f} GB/s")
+        t.add_row(f"model GEMMs ({len(profile.gemm)} shapes)", f"{lo:.4g}-{hi:.4g} TFLOP/s")
+    t.add_row("memory copy (read+write)", f"{profile.memory_bandwidth_gbs:.4g} GB/s")
     t.add_row("kernel launch", f"{profile.launch_overhead_s * 1e6:.1f} µs")
     if profile.h2d_gbs is not None and profile.d2h_gbs is not None:
-        t.add_row("host→device / device→host", f"{profile.h2d_gbs:.1f} / {profile.d2h_gbs:.1f} GB/s")
+        t.add_row("host→device / device→host", f"{profile.h2d_gbs:.3g} / {profile.d2h_gbs:.3g} GB/s")
     if profile.cpu_adam_gparams_per_s is not None:
-        t.add_row("CPU Adam", f"{profile.cpu_adam_gparams_per_s:.2f} Gparams/s")
+        t.add_row("CPU Adam", f"{profile.cpu_adam_gparams_per_s:.3g} Gparams/s")
     for a in profile.attention:
-        ms = lambda s: "OOM" if s is None else f"{s * 1e3:.2f}"  # noqa: E731
+        ms = lambda s: "OOM" if s is None else f"{s * 1e3:.3g}"  # noqa: E731
         t.add_row(
             f"attention fwd+bwd b{a.batch} s{a.seq_len} h{a.heads}x{a.head_dim}",
             f"fused {ms(a.fused_fwd_bwd_s)} / eager {ms(a.eager_fwd_bwd_s)} ms",
@@ -101,7 +101,7 @@ def _summary(profile: Any) -> Any:
         pts = [p for p in profile.collectives if p.op == op]
         if pts:
             best = max(pts, key=lambda p: p.busbw_gbs)
-            t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.0f} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+            t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.4g} GB/s at {best.size_bytes / 2**20:.0f} MiB")
     return t
 
 
@@ -122,7 +122,8 @@ def probe(
     messages: list[str] = []
     err = Console(stderr=True)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True) as bar:
             task = bar.add_task("starting", total=1.0)
 
             def progress(msg: str, frac: float) -> None:

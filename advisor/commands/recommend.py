@@ -1,0 +1,100 @@
+"""`advisor recommend --hardware rtx4090x8 --task finetune --model 70b`: search, rank, write the config."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.output import console, fail, warn
+
+
+class Task(str, Enum):
+    pretrain = "pretrain"
+    finetune = "finetune"
+    serve = "serve"
+
+
+class Objective(str, Enum):
+    throughput = "throughput"
+    headroom = "headroom"
+
+
+class Sampler(str, Enum):
+    auto = "auto"
+    tpe = "tpe"
+    brute = "brute"
+
+
+def _model_arg(model: str) -> str | dict:
+    """A catalog name, a config.json path, or an inline JSON architecture."""
+    if model.strip().startswith("{"):
+        try:
+            return json.loads(model)
+        except json.JSONDecodeError as e:
+            fail(f"--model is not valid JSON: {e.msg} at column {e.colno}")
+    return model
+
+
+def recommend(
+    hardware: str = typer.Option(..., "--hardware", "-H", help="Platform id: <gpu>x<count>[-pcie|-nvlink], e.g. rtx4090x8, a800x8, h100x1."),
+    task: Task = typer.Option(..., "--task", "-t", help="pretrain, finetune or serve."),
+    model: str = typer.Option(..., "--model", "-m", help="Catalog name (7b, llama3-8b, …), a config.json path, or inline JSON."),
+    top: int = typer.Option(5, "--top", min=1, max=100, help="How many configurations to list."),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, help="Tokens per training sequence."),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs to use (default: all of the platform)."),
+    profile: Optional[Path] = typer.Option(None, "--profile", help="Calibration profile from `advisor probe`."),
+    objective: Objective = typer.Option(Objective.throughput, "--objective", help="throughput, or throughput within --headroom of free memory."),
+    headroom: float = typer.Option(0.1, "--headroom", min=0.0, max=0.9, help="With --objective headroom: fraction of GPU memory to keep free."),
+    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (sqlite:///study.db, postgresql://…); default in memory."),
+    study_name: Optional[str] = typer.Option(None, "--study-name", help="Share one study between workers (with --storage)."),
+    sampler: Sampler = typer.Option(Sampler.auto, "--sampler", help="auto = exhaustive for small spaces, else TPE."),
+    trials: Optional[int] = typer.Option(None, "--trials", min=1, help="Trials (default: the whole space, or 400 for TPE)."),
+    seed: int = typer.Option(0, "--seed", help="Sampler seed: same inputs, same answer."),
+    engine: str = typer.Option("deepspeed", "--engine", help="deepspeed, pytorch, or both (comma-separated)."),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1),
+    prompt_len: int = typer.Option(512, "--prompt-len", min=1, help="serve: prompt tokens."),
+    output_len: int = typer.Option(256, "--output-len", min=1, help="serve: generated tokens."),
+    max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, help="serve: limit on time per output token."),
+    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", min=0.0, help="serve: limit on time to first token."),
+    out_dir: Path = typer.Option(Path("advisor-out"), "--out-dir", help="Where the top pick's DeepSpeed JSON is written."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Search the configuration space and rank what runs fastest and fits."""
+    from advisor.predictor import load_profile
+    from knowledge.efficiency import load_efficiencies
+    from knowledge.errors import AdvisorError
+
+    try:
+        prof = load_profile(profile) if profile else None
+        eff = load_efficiencies()
+        arch_model = _model_arg(model)
+        if task == Task.serve:
+            from advisor.serve_recommend import recommend_serve
+
+            recommend_serve(hardware, arch_model, eff, prof, top=top, prompt_len=prompt_len, output_len=output_len,
+                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json)
+            return
+        engines = tuple(e.strip() for e in engine.split(","))
+        bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
+        if bad:
+            fail(f"--engine {bad[0]!r} is not one of deepspeed, pytorch")
+        from advisor.search import SearchSpec
+        from advisor.train_recommend import recommend_train
+
+        spec = SearchSpec(
+            hardware=hardware, model=arch_model, task=task.value, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
+            engines=engines, headroom=headroom if objective == Objective.headroom else 0.0, lora_rank=lora_rank,
+        )
+        recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
+                        trials=trials, seed=seed, out_dir=out_dir, as_json=as_json)
+    except AdvisorError as e:
+        fail(str(e))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("recommend")(recommend)

@@ -1,0 +1,108 @@
+"""One line of why a configuration ranks where it does, and what would fit when nothing does."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from knowledge.errors import AdvisorError
+from knowledge.schema import TrainCase, TrainPrediction
+
+PHASES = ("forward", "backward", "optimizer", "communication", "offload", "overhead")
+
+
+def describe(case: TrainCase) -> str:
+    """'LoRA · ZeRO-2 · offload opt · recompute · flash · 4×8' — the knobs that were chosen."""
+    parts = [{"full": "full", "lora": "LoRA", "qlora": "QLoRA"}[case.method]]
+    if case.quantization == "int8":
+        parts.append("int8 base")
+    if case.engine == "pytorch":
+        parts.append("PyTorch DDP")
+    else:
+        parts.append(f"ZeRO-{case.zero_stage}")
+    if case.offload != "none":
+        parts.append({"optimizer": "offload opt", "optimizer+params": "offload opt+params"}[case.offload])
+    if case.recompute:
+        parts.append("recompute")
+    parts.append("flash" if case.flash_attention else "eager attn")
+    parts.append(f"mb {case.micro_batch_size}×{case.grad_accum}")
+    return " · ".join(parts)
+
+
+def _phases(p: TrainPrediction) -> dict[str, float]:
+    b = p.breakdown
+    return {} if b is None else {k: getattr(b, f"{k}_s") for k in PHASES}
+
+
+def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -> str:
+    """The dominant phase, the memory margin, and for lower ranks what it costs against #1."""
+    ph = _phases(p)
+    total = sum(ph.values()) or 1.0
+    top, share = max(ph.items(), key=lambda kv: kv[1]) if ph else ("compute", 1.0)
+    bound = {"forward": "compute-bound", "backward": "compute-bound", "optimizer": "optimizer-bound",
+             "communication": "link-bound", "offload": "PCIe/CPU-bound (offload)", "overhead": "launch/CPU-bound"}[top]
+    margin = (p.capacity_gib or 0) - p.peak_mem_gib
+    head = f"{bound} ({top} {share / total:.0%})"
+    if rank == 1:
+        return f"fastest that fits; {head}; {margin:.1f} GiB spare per GPU"
+    gap = 1 - p.tokens_per_s / best.tokens_per_s
+    if gap < 0.005:
+        return f"ties #1; {head}; {margin:.1f} GiB spare"
+    # compare time per token, so a smaller micro-batch is charged for what it really costs
+    mine = {k: v / (p.step_time_s * p.tokens_per_s) for k, v in ph.items()}
+    theirs = {k: v / (best.step_time_s * best.tokens_per_s) for k, v in _phases(best).items()}
+    worst = max(PHASES, key=lambda k: mine.get(k, 0) - theirs.get(k, 0))
+    return f"{gap:.0%} slower than #1, mostly {worst} time per token; {head}"
+
+
+def alternatives(spec, evaluator_factory, base_knobs: dict[str, Any]) -> list[dict[str, Any]]:
+    """When nothing fits, try the usual levers one at a time and report those that would fit.
+
+    ``evaluator_factory(spec)`` builds an Evaluator for a modified spec; errors (e.g. an impossible
+    GPU count) just drop that option.
+    """
+    from advisor.search import Evaluator, configurations
+
+    ideas: list[tuple[str, Any]] = []
+    ev0: Evaluator = evaluator_factory(spec)
+    count = ev0.platform.count
+    gpu_id = ev0.platform.gpu.id
+    for n in (count * 2, count * 4):
+        ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
+    if spec.task == "finetune" and "qlora" not in spec.method_choices():
+        ideas.append(("QLoRA (4-bit base)", replace(spec, methods=("qlora",))))
+    if spec.seq_len > 256:
+        ideas.append((f"sequence length {spec.seq_len // 2}", replace(spec, seq_len=spec.seq_len // 2)))
+    if spec.global_batch:
+        ideas.append(("no fixed global batch (gradient accumulation chosen freely)", replace(spec, global_batch=None)))
+    out = []
+    for label, s in ideas:
+        try:
+            ev = evaluator_factory(s)
+        except AdvisorError:
+            continue
+        best = None
+        for knobs in configurations(s, ev.gpus):
+            c = ev.evaluate(knobs)
+            if c and (best is None or c.prediction.tokens_per_s > best.prediction.tokens_per_s):
+                best = c
+        if best:
+            out.append({"change": label, "configuration": describe(best.case), "tokens_per_s": best.prediction.tokens_per_s,
+                        "peak_mem_gib": best.prediction.peak_mem_gib})
+    return out
+
+
+def smallest_footprint(ev) -> tuple[TrainCase, float] | None:
+    """The configuration of the current space with the least GPU memory, and that memory (GiB)."""
+    from advisor.search import configurations, make_case
+
+    best = None
+    for knobs in configurations(ev.spec, ev.gpus):
+        case = make_case(ev.spec, knobs, ev.gpus)
+        try:
+            gib = ev.memory_gib(case)
+        except AdvisorError:
+            continue
+        if best is None or gib < best[1]:
+            best = (case, gib)
+    return best

@@ -1,0 +1,245 @@
+"""The Optuna search over training configurations.
+
+The objective only calls the predictor: memory first (a configuration that cannot fit is pruned before
+its time is predicted), then the step time. Small spaces are enumerated exhaustively through the Optuna
+study's trial queue; larger ones use a seeded TPE sampler. Storage follows Optuna: in memory by default,
+an RDB URL (``sqlite:///study.db``, ``postgresql://…``) lets several workers share one study.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.efficiency import Efficiencies
+from knowledge.errors import AdvisorError
+from knowledge.schema import ModelArch, PlatformSpec, Profile, TrainCase, TrainPrediction
+from knowledge.units import GiB
+from models.memory import training_memory, usable_gib
+from models.roofline import apply_profile
+from models.setup import derive
+from models.training import predict_training
+
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+BRUTE_FORCE_MAX = 4000  # configurations; above this the TPE sampler samples instead
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What the user asked for; every other knob is searched."""
+
+    hardware: str
+    model: str | dict
+    task: Literal["pretrain", "finetune"]
+    gpus: int | None = None
+    seq_len: int = 2048
+    global_batch: int | None = None  # sequences per optimizer step, over all GPUs
+    methods: tuple[str, ...] | None = None  # default: by task
+    engines: tuple[str, ...] = ("deepspeed",)
+    headroom: float = 0.0  # fraction of usable GPU memory to leave free
+    lora_rank: int = 64
+    micro_batches: tuple[int, ...] = MICRO_BATCHES
+
+    def method_choices(self) -> tuple[str, ...]:
+        if self.methods:
+            return self.methods
+        return ("full",) if self.task == "pretrain" else ("full", "lora", "qlora")
+
+
+@dataclass
+class Candidate:
+    case: TrainCase
+    prediction: TrainPrediction
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _grad_accum(spec: SearchSpec, mbs: int, gpus: int) -> int | None:
+    if spec.global_batch is None:
+        return 1
+    per_step = mbs * gpus
+    if spec.global_batch % per_step:
+        return None  # this micro-batch cannot reach the global batch exactly
+    return spec.global_batch // per_step
+
+
+def configurations(spec: SearchSpec, gpus: int) -> Iterator[dict[str, Any]]:
+    """Every valid combination of the searched knobs, as case fields (the exhaustive space)."""
+    for method, engine, zero, offload, quant, recompute, flash, mbs in itertools.product(
+        spec.method_choices(), spec.engines, (0, 1, 2, 3), ("none", "optimizer", "optimizer+params"),
+        ("none", "int8", "nf4"), (False, True), (True, False), spec.micro_batches,
+    ):
+        if engine == "pytorch" and (zero or offload != "none"):
+            continue
+        if offload == "optimizer+params" and zero != 3 or offload == "optimizer" and zero == 0:
+            continue
+        if (method == "qlora") != (quant == "nf4") or (method == "full" and quant != "none"):
+            continue
+        accum = _grad_accum(spec, mbs, gpus)
+        if accum is None:
+            continue
+        yield dict(method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
+                   recompute=recompute, flash_attention=flash, micro_batch_size=mbs, grad_accum=accum)
+
+
+def make_case(spec: SearchSpec, knobs: dict[str, Any], gpus: int, idx: int = 0) -> TrainCase:
+    return TrainCase(
+        id=f"pick-{idx}", hardware=spec.hardware, model=spec.model, task=spec.task, gpus=gpus,
+        seq_len=spec.seq_len, lora_rank=spec.lora_rank, **knobs,
+    )
+
+
+class Evaluator:
+    """Memory check, then prediction; cached per configuration so repeated trials cost nothing."""
+
+    def __init__(self, spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> None:
+        self.spec = spec
+        self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus)
+        self.arch: ModelArch = resolve_model(spec.model)
+        self.gpus = spec.gpus or self.platform.count
+        self.eff = apply_profile(eff, self.platform, profile)
+        self.profile = profile
+        self.cache: dict[tuple, Candidate | None] = {}
+        self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)
+
+    def memory_gib(self, case: TrainCase) -> float:
+        return training_memory(derive(case, self.arch, self.platform), self.eff).peak / GiB
+
+    def evaluate(self, knobs: dict[str, Any]) -> Candidate | None:
+        """The prediction for one configuration, or None when it cannot fit."""
+        key = tuple(sorted(knobs.items()))
+        if key not in self.cache:
+            case = make_case(self.spec, knobs, self.gpus)
+            if self.memory_gib(case) > self.limit_gib:
+                self.cache[key] = None
+            else:
+                pred = predict_training(case, self.arch, self.platform, self.eff)
+                self.cache[key] = Candidate(case, pred) if pred.fits else None
+        return self.cache[key]
+
+
+def _suggest(trial, spec: SearchSpec) -> dict[str, Any]:
+    """The conditional space, as Optuna trial suggestions (mirrors ``configurations``)."""
+    method = trial.suggest_categorical("method", list(spec.method_choices()))
+    engine = trial.suggest_categorical("engine", list(spec.engines))
+    zero = trial.suggest_categorical("zero_stage", [0, 1, 2, 3]) if engine == "deepspeed" else 0
+    offload_choices = {0: ["none"], 1: ["none", "optimizer"], 2: ["none", "optimizer"], 3: ["none", "optimizer", "optimizer+params"]}[zero]
+    offload = trial.suggest_categorical(f"offload_z{zero}", offload_choices) if len(offload_choices) > 1 else "none"
+    quant = {"full": "none", "qlora": "nf4"}.get(method) or trial.suggest_categorical("lora_quantization", ["none", "int8"])
+    return dict(
+        method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
+        recompute=trial.suggest_categorical("recompute", [False, True]),
+        flash_attention=trial.suggest_categorical("flash_attention", [True, False]),
+        micro_batch_size=trial.suggest_categorical("micro_batch_size", list(spec.micro_batches)),
+    )
+
+
+def _neighbours(knobs: dict[str, Any], space: list[dict[str, Any]], radius: int = 2) -> list[dict[str, Any]]:
+    """Configurations of the space that differ from ``knobs`` in 1..``radius`` knobs."""
+    return [k for k in space if 0 < sum(k[x] != knobs[x] for x in knobs) <= radius]
+
+
+def run_search(
+    spec: SearchSpec,
+    eff: Efficiencies,
+    profile: Profile | None = None,
+    *,
+    storage: str | None = None,
+    study_name: str | None = None,
+    sampler: Literal["auto", "tpe", "brute"] = "auto",
+    n_trials: int | None = None,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[Candidate], Evaluator, dict[str, Any]]:
+    """Search and return the fitting candidates, best first, with the evaluator and search facts.
+
+    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) enqueues every configuration into the
+    Optuna study: exact, and about half a millisecond each. ``tpe`` samples the conditional space with
+    a seeded multivariate TPE sampler, then climbs through the two-knob neighbourhood of the best trial. A
+    configuration that cannot fit is pruned before its time is predicted; under TPE it is reported
+    as minus its excess GiB, so the sampler learns where the memory wall is.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(logging.WARNING)
+    ev = Evaluator(spec, eff, profile)
+    space = list(configurations(spec, ev.gpus))
+    if not space:
+        raise AdvisorError(f"no micro-batch size reaches global batch {spec.global_batch} on {ev.gpus} GPUs exactly")
+    use_brute = sampler == "brute" or (sampler == "auto" and len(space) <= BRUTE_FORCE_MAX)
+    smp = optuna.samplers.RandomSampler(seed=seed) if use_brute else optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, warn_independent_sampling=False)
+    study = optuna.create_study(
+        direction="maximize", sampler=smp, storage=storage, study_name=study_name,
+        load_if_exists=study_name is not None,
+    )
+    total = n_trials or (len(space) if use_brute else min(len(space), 200))
+    done = 0
+
+    def tick(*_: Any) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    def evaluate(trial, knobs: dict[str, Any]) -> float:
+        cand = ev.evaluate(knobs)
+        trial.set_user_attr("knobs", knobs)
+        if cand is None:
+            if use_brute:
+                raise optuna.TrialPruned("does not fit")
+            return -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
+        return cand.prediction.tokens_per_s
+
+    if use_brute:
+        for knobs in space[:total]:
+            study.enqueue_trial({}, user_attrs={"knobs": knobs})
+        study.optimize(lambda t: evaluate(t, t.user_attrs["knobs"]), n_trials=min(total, len(space)), callbacks=[tick])
+    else:
+        def objective(trial) -> float:
+            knobs = _suggest(trial, spec)
+            accum = _grad_accum(spec, knobs["micro_batch_size"], ev.gpus)
+            if accum is None:
+                raise optuna.TrialPruned("global batch not reachable")
+            return evaluate(trial, {**knobs, "grad_accum": accum})
+
+        study.optimize(objective, n_trials=total, callbacks=[tick])
+        # polish: try every change of one or two knobs of the best, through the same study, until none helps
+        tried: set[tuple] = set()
+        best = _best_knobs(study)
+        while best is not None and tuple(sorted(best.items())) not in tried:
+            tried.add(tuple(sorted(best.items())))
+            extra = _neighbours(best, space)
+            for knobs in extra:
+                study.enqueue_trial({}, user_attrs={"knobs": knobs})
+            total += len(extra)
+            study.optimize(lambda t: evaluate(t, t.user_attrs["knobs"]), n_trials=len(extra), callbacks=[tick])
+            best = _best_knobs(study)
+    seen: dict[tuple, Candidate] = {}
+    for t in study.trials:
+        knobs = t.user_attrs.get("knobs")
+        if knobs:
+            cand = ev.evaluate(knobs)
+            if cand is not None:
+                seen[tuple(sorted(knobs.items()))] = cand
+    ranked = sorted(seen.values(), key=lambda c: (-c.prediction.tokens_per_s, c.prediction.peak_mem_gib))
+    facts = {"space_size": len(space), "trials": len(study.trials), "sampler": "exhaustive" if use_brute else "tpe", "gpus": ev.gpus}
+    return ranked, ev, facts
+
+
+def _best_knobs(study) -> dict[str, Any] | None:
+    done = [t for t in study.trials if t.value is not None and t.value > 0]
+    return max(done, key=lambda t: t.value).user_attrs["knobs"] if done else None
+
+
+def exhaustive_best(spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> Candidate | None:
+    """The best fitting configuration by plain enumeration (the benchmark's reference)."""
+    ev = Evaluator(spec, eff, profile)
+    best = None
+    for knobs in configurations(spec, ev.gpus):
+        c = ev.evaluate(knobs)
+        if c and (best is None or c.prediction.tokens_per_s > best.prediction.tokens_per_s):
+            best = c
+    return best
