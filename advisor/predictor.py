@@ -13,9 +13,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from knowledge.catalog import resolve_model, resolve_platform
-from knowledge.efficiency import CALIBRATION_DIR, Efficiencies, load_efficiencies
+from knowledge.efficiency import CALIBRATION_DIR, Efficiencies, load_efficiencies, load_platform_factors
 from knowledge.errors import AdvisorError
 from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
+from knowledge.schema import PlatformSpec
+from models.correction import platform_values
 from models.training import predict_training
 
 Prediction = TrainPrediction | ServePrediction
@@ -45,6 +47,15 @@ def load_profile(path: str | Path) -> Profile:
         raise AdvisorError(f"profile {str(p)!r} cannot be read: {e}") from None
 
 
+def efficiencies_for(platform: PlatformSpec, eff: Efficiencies | None = None) -> Efficiencies:
+    """The fitted efficiencies with the platform's own learned factors, when it has measurements."""
+    eff = eff or load_efficiencies()
+    factors = load_platform_factors()
+    if platform.id not in factors:
+        return eff
+    return Efficiencies(**platform_values(eff.model_dump(), platform, factors))
+
+
 class Predictor:
     """Predicts contract cases with the bundled (fitted) efficiencies, adjusted by a probe profile."""
 
@@ -62,11 +73,12 @@ class Predictor:
         platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
         arch = resolve_model(case.model)
         profile = self._profile_for(platform.gpu.id)
+        eff = efficiencies_for(platform, self.efficiencies)
         if isinstance(case, TrainCase):
-            return predict_training(case, arch, platform, self.efficiencies, profile, held_out_error().get(case.task))
+            return predict_training(case, arch, platform, eff, profile, held_out_error().get(case.task))
         from models.serving import predict_serving
 
-        return predict_serving(case, arch, platform, self.efficiencies, profile, held_out_error().get("serve"))
+        return predict_serving(case, arch, platform, eff, profile, held_out_error().get("serve"))
 
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:

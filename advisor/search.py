@@ -100,7 +100,9 @@ class Evaluator:
         self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus)
         self.arch: ModelArch = resolve_model(spec.model)
         self.gpus = spec.gpus or self.platform.count
-        self.eff = apply_profile(eff, self.platform, profile)
+        from advisor.predictor import efficiencies_for
+
+        self.eff = apply_profile(efficiencies_for(self.platform, eff), self.platform, profile)
         self.profile = profile
         self.cache: dict[tuple, Candidate | None] = {}
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)

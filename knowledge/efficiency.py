@@ -54,6 +54,13 @@ class Efficiencies(BaseModel):
     logits_bytes_per_vocab: float = _p(12.0, "bf16 logits 2 B + fp32 upcast 4 B + log-softmax 4 B + grad transient, per token per vocab entry", 0, 64)
     workspace_gib: float = _p(0.3, "prior: cuBLAS/cuDNN workspaces and small buffers counted by max_memory_allocated", 0, 8)
     reserved_gib: float = _p(1.0, "prior: CUDA context, NCCL buffers and fragmentation outside max_memory_allocated", 0, 16)
+    # --- serving
+    weight_stream_eff: float = _p(0.8, "prior: skinny decode GEMMs (GEMV) stream weights at ~75-90% of HBM peak (cuBLAS; TensorRT-LLM batch-1 decode)", 0.05, 1)
+    kv_read_eff: float = _p(0.6, "prior: decode attention (SDPA / FlashDecoding) reads the KV cache at ~50-70% of HBM peak; few heads leave SMs idle", 0.05, 1)
+    nf4_gemv_eff: float = _p(0.6, "prior: bitsandbytes' fused 4-bit GEMV (one token row) dequantizes in registers, ~50-70% of the 16-bit streaming rate", 0.05, 1)
+    decode_graph_overhead_s: float = _p(50e-6, "prior: replaying a CUDA-graph-captured decode step plus input copies and sync, ~20-100 µs", 0, 0.1)
+    generate_token_overhead_s: float = _p(1.5e-3, "prior: Hugging Face generate() per new token outside the forward: logits processors, stopping criteria, cache bookkeeping (~1-3 ms)", 0, 1)
+    e2e_kv_copy_factor: float = _p(2.0, "transformers DynamicCache appends with torch.cat: each generated token re-reads and re-writes the whole cache", 0, 4)
 
 
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
@@ -61,6 +68,7 @@ FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "step_overhead_s",
     "optimizer_eff", "cpu_adam_gparams_per_core_s", "link_eff_nvswitch", "link_eff_pcie", "link_eff_pcie_no_p2p",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown",
+    "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
 )
 
 
@@ -72,3 +80,10 @@ def load_efficiencies(name: str = "fitted") -> Efficiencies:
         data = json.loads(path.read_text())
         return Efficiencies(**data.get("parameters", data))
     return Efficiencies()
+
+
+@lru_cache(maxsize=4)
+def load_platform_factors(name: str = "fitted") -> dict[str, dict[str, float]]:
+    """Per-platform factors the fit learned for servers with measurements ({} when none)."""
+    path = CALIBRATION_DIR / f"{name}.json"
+    return json.loads(path.read_text()).get("platform_factors", {}) if path.exists() else {}

@@ -1,0 +1,61 @@
+"""Refit the learned correction on every measurement and store it with its held-out error."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from advisor.evaluation import fit_correction, held_out_throughput, mape, training_rows
+from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
+from knowledge.measurements import all_measurements, load_own, load_published
+from knowledge.schema import Measurement
+from knowledge.store import atomic_write_json
+
+
+def measurements(data: str = "all", own_dir: Path | None = None) -> tuple[list[Measurement], list[str]]:
+    """The rows of a data set: 'published', 'own', 'all', or one dataset name (e.g. 'own-h100')."""
+    own, problems = load_own(own_dir) if own_dir else load_own()
+    pub = load_published()
+    if data == "published":
+        return pub, problems
+    if data == "own":
+        return own, problems
+    if data == "all":
+        return pub + own, problems
+    rows = [m for m in pub + own if m.dataset == data]
+    if not rows:
+        names = sorted({m.dataset for m in pub + own})
+        from knowledge.errors import unknown
+
+        raise unknown("data set", data, ["all", "published", "own", *names])
+    return rows, problems
+
+
+def refit(
+    data: str = "all", holdout: str = "platform", out: Path = CALIBRATION_DIR / "fitted.json",
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Fit on all training rows, measure the held-out MAPE per task, write ``out`` atomically."""
+    rows, _ = training_rows(measurements(data)[0])
+    model = fit_correction(rows)
+    held = held_out_throughput(rows, holdout, progress)
+    by_task: dict[str, list[tuple[float, float]]] = {}
+    for pairs in held.values():
+        for r, p in pairs:
+            by_task.setdefault(r.case.task, []).append((p, r.m.measured.tokens_per_s))
+    result = {
+        "parameters": model.efficiencies_.model_dump(),
+        "platform_factors": model.platform_factors_,
+        "fitted_on": {"data": data, "rows": model.n_samples_, "datasets": sorted({r.m.dataset for r in rows})},
+        "train_mape": round(model.train_mape_, 4),
+        "held_out_by": holdout,
+        "held_out_mape": {task: round(mape(pairs), 4) for task, pairs in by_task.items()},
+        "held_out_n": {task: len(pairs) for task, pairs in by_task.items()},
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    atomic_write_json(out, result)
+    load_efficiencies.cache_clear()
+    all_measurements.cache_clear()
+    return result
