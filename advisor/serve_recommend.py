@@ -1,0 +1,52 @@
+"""`advisor recommend --task serve`: present the serving search (advisor.serve_search)."""
+
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+
+from advisor.output import console
+from advisor.predictor import efficiencies_for
+from advisor.serve_search import recommend_serving
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.efficiency import Efficiencies
+from knowledge.schema import Profile
+from models.roofline import apply_profile
+
+
+def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile: Profile | None, *, top: int,
+                    prompt_len: int, output_len: int, max_tpot_ms: float | None, max_ttft_ms: float | None,
+                    as_json: bool) -> None:
+    platform = resolve_platform(hardware)
+    arch = resolve_model(model)
+    eff = apply_profile(efficiencies_for(platform, eff), platform, profile)
+    items = recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len,
+                              max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, top=top)
+    header = {"hardware": platform.id, "gpu": platform.gpu.name, "model": arch.name, "task": "serve",
+              "prompt_len": prompt_len, "output_len": output_len, "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}
+    rows = []
+    for i, it in enumerate(items, start=1):
+        p = it["prediction"]
+        rows.append({"rank": i, "configuration": {k: it[k] for k in ("batch_size", "tensor_parallel", "weight_bits", "kv_bits")},
+                     "e2e_output_tokens_per_s": p.e2e_output_tokens_per_s, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
+                     "decode_step_s": p.decode_step_s, "prefill_s": p.prefill_s, "peak_mem_gib": p.peak_mem_gib,
+                     "fits": p.fits, "why": it["why"]})
+    if as_json:
+        print(json.dumps({**header, "recommendations": rows, "nothing_fits": not rows}, indent=2))
+        return
+    if not rows:
+        console.print(f"[bold red]Nothing fits or meets the limits[/] for {arch.name} on {platform.id}; "
+                      "try more GPUs (tensor parallel), 4-bit weights, or looser --max-tpot-ms / --max-ttft-ms.")
+        return
+    t = Table(title=f"{arch.name} · serve · {platform.count}× {platform.gpu.name} · prompt {prompt_len} → {output_len} tokens",
+              title_justify="left")
+    for col, just in (("#", "right"), ("batch", "right"), ("TP", "right"), ("weights", "right"), ("KV", "right"),
+                      ("out tok/s", "right"), ("TTFT (ms)", "right"), ("TPOT (ms)", "right"), ("GiB/GPU", "right"), ("why", "left")):
+        t.add_column(col, justify=just)
+    for r in rows:
+        c = r["configuration"]
+        t.add_row(str(r["rank"]), str(c["batch_size"]), str(c["tensor_parallel"]), f"{c['weight_bits']}-bit", f"{c['kv_bits']}-bit",
+                  f"{r['e2e_output_tokens_per_s']:,.0f}", f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}",
+                  f"{r['peak_mem_gib']:.1f}", r["why"].split("; ", 1)[-1])
+    console.print(t)

@@ -1,0 +1,103 @@
+"""The comparison mesh of two cards (LLMRoofline): time ratio over batch size x sequence length. Pure.
+
+Each cell is one GPU's predicted GPU time for one decode step (batch sequences at a KV length of seq)
+or one prefill (batch prompts of seq tokens), weights in 16-bit, no tensor parallelism. Framework
+overhead is left out on purpose: it belongs to the host and engine, not to the card.
+"""
+
+from __future__ import annotations
+
+from knowledge.efficiency import Efficiencies
+from knowledge.schema import ModelArch, PlatformSpec
+from models.serving import make_setup, pass_time
+
+Matrix = list[list[float]]
+BoundMatrix = list[list[tuple[str, str]]]  # ("compute" | "memory" for card A, same for card B)
+TIE = 0.02  # ratios within 2% of 1 are a draw
+
+
+def cell_time(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, batch: int, seq_len: int,
+              phase: str = "decode") -> tuple[float, str]:
+    """(seconds, "compute" or "memory") of one decode step at kv_len=seq_len or one prefill of seq_len."""
+    if phase not in ("decode", "prefill"):
+        raise ValueError(f"phase must be 'decode' or 'prefill', got {phase!r}")
+    s = make_setup(arch, platform, eff)
+    p = pass_time(s, batch, 1, seq_len, decode=True) if phase == "decode" else pass_time(s, batch, seq_len, 0, decode=False)
+    return p.gpu_s, ("compute" if p.compute_share >= 0.5 else "memory")
+
+
+def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, eff: Efficiencies,
+                    batch_sizes: list[int], seq_lens: list[int], phase: str = "decode") -> tuple[Matrix, BoundMatrix]:
+    """Rows = batch sizes, columns = sequence lengths. ratio = time_b / time_a (> 1: card A is faster)."""
+    ratio: Matrix = []
+    bound: BoundMatrix = []
+    for b in batch_sizes:
+        r_row, b_row = [], []
+        for s in seq_lens:
+            ta, ba = cell_time(arch, platform_a, eff, b, s, phase)
+            tb, bb = cell_time(arch, platform_b, eff, b, s, phase)
+            r_row.append(tb / ta)
+            b_row.append((ba, bb))
+        ratio.append(r_row)
+        bound.append(b_row)
+    return ratio, bound
+
+
+def _span(values: list[int], idx: list[int], unit: str) -> str:
+    """'batch ≥ 64', 'seq ≤ 512', 'batch 4–64', 'seq 128', 'any batch' for contiguous index runs."""
+    lo, hi = values[idx[0]], values[idx[-1]]
+    if len(idx) == len(values):
+        return f"any {unit}"
+    if lo == hi:
+        return f"{unit} {lo}"
+    if idx[0] == 0:
+        return f"{unit} ≤ {hi}"
+    if idx[-1] == len(values) - 1:
+        return f"{unit} ≥ {lo}"
+    return f"{unit} {lo}–{hi}"
+
+
+def _runs(idx: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for i in idx:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _bound_phrase(a: str, b: str, name_a: str, name_b: str) -> str:
+    if a == b:
+        return "both are compute-bound" if a == "compute" else "both are bandwidth-bound"
+    word = {"compute": "compute-bound", "memory": "bandwidth-bound"}
+    return f"{name_a} is {word[a]} and {name_b} {word[b]}"
+
+
+def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens: list[int], ratio: Matrix,
+                     bound: BoundMatrix, tie: float = TIE) -> list[str]:
+    """One sentence per (winner, bound regime): 'A100 wins where both are compute-bound: batch ≥ 64 at seq ≤ 512'."""
+    groups: dict[tuple[str, tuple[str, str]], list[tuple[int, int]]] = {}
+    for i, row in enumerate(ratio):
+        for j, r in enumerate(row):
+            who = name_a if r > 1 + tie else name_b if r < 1 - tie else "neither"
+            groups.setdefault((who, bound[i][j]), []).append((i, j))
+    lines = []
+    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "neither", -len(kv[1]))):
+        # per sequence column, which batch rows; then merge neighbouring columns with the same rows
+        by_col: dict[int, list[int]] = {}
+        for i, j in cells:
+            by_col.setdefault(j, []).append(i)
+        parts: list[tuple[list[int], list[int]]] = []  # (columns, rows)
+        for j in sorted(by_col):
+            for run in _runs(sorted(by_col[j])):
+                same = [p for p in parts if p[1] == run and p[0][-1] == j - 1]
+                if same:
+                    same[0][0].append(j)
+                else:
+                    parts.append(([j], run))
+        where = "; ".join(f"{_span(batch_sizes, rows, 'batch')} at {_span(seq_lens, cols, 'seq')}" for cols, rows in parts)
+        verb = "is within 2%" if who == "neither" else "wins"
+        subject = "neither card" if who == "neither" else who
+        lines.append(f"{subject} {verb} where {_bound_phrase(ba, bb, name_a, name_b)}: {where}")
+    return lines
