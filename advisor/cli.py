@@ -20,9 +20,9 @@ def _root() -> None:
 
 def _register() -> None:
     # Imported here so that `advisor --help` stays fast and a broken optional module names itself.
-    from advisor.commands import compare, predict, probe, recommend, validate
+    from advisor.commands import compare, confirm, predict, probe, recommend, validate
 
-    for module in (predict, recommend, validate, probe, compare):
+    for module in (predict, recommend, validate, probe, confirm, compare):
         module.register(app)
 
 

@@ -1,0 +1,132 @@
+"""`advisor confirm`: run the top pick for real on the local GPUs, compare, keep the row, refit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.output import console, err_console, fail, warn
+
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own" / "confirm.jsonl"
+
+
+def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch: Optional[int], gpus: Optional[int],
+               case_json: Optional[str]) -> dict:
+    """The case to run: given with --case, or the top recommendation for the job."""
+    from advisor.commands.recommend import _model_arg
+    from advisor.search import SearchSpec, run_search
+    from knowledge.efficiency import load_efficiencies
+
+    if case_json:
+        from advisor.cases import MalformedFile, parse_case
+
+        try:
+            obj = json.loads(case_json if case_json.strip().startswith("{") else Path(case_json).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            fail(f"--case is neither inline JSON nor a readable JSON file: {e}", code=2)
+        try:
+            return parse_case(obj).model_dump()
+        except MalformedFile as e:
+            fail(f"--case: {e}", code=2)
+    if task not in ("pretrain", "finetune"):
+        fail(f"--task {task!r}: confirm runs training jobs (pretrain, finetune)")
+    spec = SearchSpec(hardware=hardware, model=_model_arg(model), task=task, gpus=gpus, seq_len=seq_len, global_batch=global_batch)
+    ranked, _, _ = run_search(spec, load_efficiencies())
+    if not ranked:
+        fail(f"nothing fits {model} {task} on {hardware}; see `advisor recommend` for what would")
+    case = ranked[0].case.model_dump()
+    case["id"] = f"confirm-{hardware}-{task}-{case['method']}-z{case['zero_stage']}-mb{case['micro_batch_size']}-{int(time.time())}"
+    return case
+
+
+def confirm(
+    task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
+    model: str = typer.Option("7b", "--model", "-m", help="Catalog name, config.json / HF model directory (architecture only), or inline JSON."),
+    hardware: str = typer.Option("auto", "--hardware", "-H", help="Platform id; 'auto' = the local GPUs."),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs to use (default: all local)."),
+    case: Optional[str] = typer.Option(None, "--case", help="Run this contract case (inline JSON or file) instead of the top pick."),
+    steps: int = typer.Option(8, "--steps", min=1, help="Timed optimizer steps."),
+    warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed steps first."),
+    timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, help="Kill the run after this long; recorded as a timeout."),
+    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Measurements file the row is appended to."),
+    refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the case and the command, run nothing."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the top pick end to end (random-init weights), report measured vs predicted, store the row."""
+    from advisor.predictor import Predictor
+    from advisor.cases import parse_case
+    from knowledge.errors import AdvisorError
+    from probes.campaign import case_command, detect_hardware, gpu_inventory, run_one
+
+    name, local = gpu_inventory()
+    if hardware == "auto":
+        detected = detect_hardware(name, local)
+        if detected is None:
+            fail("no local GPU recognised (nvidia-smi found none or an unknown one); pass --hardware and run where the GPUs are")
+        hardware = detected
+    try:
+        picked = _pick_case(hardware, task, model, seq_len, global_batch, gpus, case)
+        pred = Predictor().predict(parse_case(picked))
+    except AdvisorError as e:
+        fail(str(e))
+    n = int(picked.get("gpus") or 1)
+    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{hardware}", grid="confirm", device=None)
+    cmd = case_command(picked, out, args)
+    if dry_run:
+        console.print_json(json.dumps({"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json())}))
+        return
+    if local < n:
+        fail(f"the pick needs {n} GPUs, this machine has {local}{' (' + name + ')' if name else ''}")
+    result: dict = {}
+
+    def work() -> None:
+        result["row"], result["took"] = run_one(picked, out, out.with_suffix(".log"), timeout_s, args)
+
+    th = threading.Thread(target=work, daemon=True)
+    th.start()
+    with err_console.status(f"running {picked['id']} on {n} GPU(s)") as st:
+        t0 = time.monotonic()
+        while th.is_alive():
+            th.join(0.5)
+            st.update(f"running {picked['id']} on {n} GPU(s): {time.monotonic() - t0:.0f} s of at most {timeout_s:.0f} s")
+    row = result.get("row") or {}
+    meas = row.get("measured", {})
+    report = {
+        "case": picked, "seconds": result.get("took"),
+        "predicted": {"tokens_per_s": pred.tokens_per_s, "peak_mem_gib": pred.peak_mem_gib, "fits": pred.fits},
+        "measured": meas,
+    }
+    if meas.get("tokens_per_s"):
+        report["error_tokens_per_s"] = pred.tokens_per_s / meas["tokens_per_s"] - 1
+    if meas.get("peak_mem_gib"):
+        report["error_peak_mem"] = pred.peak_mem_gib / meas["peak_mem_gib"] - 1
+    if refit and meas.get("tokens_per_s"):
+        from advisor.calibrate import refit as do_refit
+
+        with err_console.status("refitting the correction"):
+            report["refit"] = {k: v for k, v in do_refit(measure_holdout=False).items() if k in ("train_mape", "fitted_on")}
+    if as_json:
+        print(json.dumps(report, indent=2, default=str))
+        return
+    if meas.get("oom"):
+        console.print(f"[red]out of memory[/] (predicted fits={pred.fits}, {pred.peak_mem_gib:.1f} GiB)")
+    elif meas.get("error"):
+        warn(f"run failed: {meas['error']}")
+    else:
+        console.print(f"tokens/s: measured {meas['tokens_per_s']:,.0f}, predicted {pred.tokens_per_s:,.0f} ({report['error_tokens_per_s']:+.0%})")
+        if meas.get("peak_mem_gib"):
+            console.print(f"peak GiB/GPU: measured {meas['peak_mem_gib']:.1f}, predicted {pred.peak_mem_gib:.1f} ({report['error_peak_mem']:+.0%})")
+    console.print(f"row kept in {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("confirm")(confirm)
