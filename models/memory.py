@@ -19,7 +19,11 @@ REDUCE_BUCKET = 200_000_000
 ALLGATHER_BUCKET = 200_000_000
 STAGE3_MAX_LIVE = 300_000_000
 STAGE3_PREFETCH = 50_000_000
-ZERO_CPU_BUFFER_FACTOR = 1.5  # DeepSpeed's additional_buffer_factor in its estimators
+# Host RAM of offload: what DeepSpeed actually allocates (fp32 master, Adam moments and fp32 gradient
+# partitions = 16 B per trainable parameter over the whole node, + 16-bit weights when parameters are
+# offloaded), not its estimators' worst case (x1.5 buffer factor, and 4 B x GPUs per node for ZeRO-2),
+# which would call the published 8x RTX 3090 / 128 GB offload runs impossible though they ran.
+HOST_BYTES_PER_TRAINABLE = 16.0
 
 
 @dataclass(frozen=True)
@@ -60,17 +64,15 @@ def model_state_bytes(s: TrainSetup) -> tuple[float, float, float, float]:
         return t * half + frozen, t * (half + 4.0), t * 12.0 / n, 0.0
     if z in (1, 2):
         if s.offload_optimizer:
-            host = t * max(4 * n, 16) * ZERO_CPU_BUFFER_FACTOR
-            return t * half + frozen, 0.0, 0.0, host  # gradients stream to the host bucket by bucket
+            return t * half + frozen, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE  # gradients stream to the host bucket by bucket
         return t * half + frozen, t * half, t * 16.0 / n, 0.0
     # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered.
     gathered = min(STAGE3_MAX_LIVE * half + largest, (t + s.frozen_16bit) * half + quant)
     if s.offload_params:
-        host = (t * 18 + frozen) * ZERO_CPU_BUFFER_FACTOR
-        return gathered, 0.0, 0.0, host
+        return gathered, 0.0, 0.0, t * (HOST_BYTES_PER_TRAINABLE + half) + frozen
     w = (t * half + frozen) / n + gathered
     if s.offload_optimizer:
-        return w, 0.0, 0.0, t * 16.0 * ZERO_CPU_BUFFER_FACTOR
+        return w, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE
     return w, 0.0, t * 16.0 / n, 0.0
 
 

@@ -17,7 +17,7 @@ def _fits(s: TrainSetup, mem: TrainMemory, eff: Efficiencies) -> tuple[bool, str
     if peak > cap:
         return False, f"needs {peak:.1f} GiB per GPU, {cap:.1f} GiB usable of {s.platform.gpu.memory_gib:.1f}"
     host_gib = mem.host / GiB
-    if host_gib > 0.9 * s.platform.host.host_ram_gib:
+    if host_gib > 0.95 * s.platform.host.host_ram_gib:
         return False, f"offload needs {host_gib:.0f} GiB of host RAM, the server has {s.platform.host.host_ram_gib:.0f}"
     return True, None
 
