@@ -17,7 +17,7 @@ from knowledge.efficiency import CALIBRATION_DIR, Efficiencies, load_efficiencie
 from knowledge.errors import AdvisorError
 from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
-from models.correction import platform_values
+from models.platform_factors import platform_values
 from models.training import predict_training
 
 Prediction = TrainPrediction | ServePrediction

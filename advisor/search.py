@@ -158,8 +158,8 @@ def run_search(
 ) -> tuple[list[Candidate], Evaluator, dict[str, Any]]:
     """Search and return the fitting candidates, best first, with the evaluator and search facts.
 
-    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) enqueues every configuration into the
-    Optuna study: exact, and about half a millisecond each. ``tpe`` samples the conditional space with
+    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) asks and tells the Optuna study every
+    configuration: exact, and a fraction of a millisecond each. ``tpe`` samples the conditional space with
     a seeded multivariate TPE sampler, then climbs through the two-knob neighbourhood of the best trial. A
     configuration that cannot fit is pruned before its time is predicted; under TPE it is reported
     as minus its excess GiB, so the sampler learns where the memory wall is.
@@ -195,10 +195,14 @@ def run_search(
             return -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
         return cand.prediction.tokens_per_s
 
-    if use_brute:
+    if use_brute:  # ask-and-tell: every configuration once, recorded in the study like any trial
         for knobs in space[:total]:
-            study.enqueue_trial({}, user_attrs={"knobs": knobs})
-        study.optimize(lambda t: evaluate(t, t.user_attrs["knobs"]), n_trials=min(total, len(space)), callbacks=[tick])
+            trial = study.ask()
+            try:
+                study.tell(trial, evaluate(trial, knobs))
+            except optuna.TrialPruned:
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            tick()
     else:
         def objective(trial) -> float:
             knobs = _suggest(trial, spec)
@@ -220,19 +224,19 @@ def run_search(
             study.optimize(lambda t: evaluate(t, t.user_attrs["knobs"]), n_trials=len(extra), callbacks=[tick])
             best = _best_knobs(study)
     seen: dict[tuple, Candidate] = {}
-    for t in study.trials:
+    for t in study.get_trials(deepcopy=False):
         knobs = t.user_attrs.get("knobs")
         if knobs:
             cand = ev.evaluate(knobs)
             if cand is not None:
                 seen[tuple(sorted(knobs.items()))] = cand
     ranked = sorted(seen.values(), key=lambda c: (-c.prediction.tokens_per_s, c.prediction.peak_mem_gib))
-    facts = {"space_size": len(space), "trials": len(study.trials), "sampler": "exhaustive" if use_brute else "tpe", "gpus": ev.gpus}
+    facts = {"space_size": len(space), "trials": len(study.get_trials(deepcopy=False)), "sampler": "exhaustive" if use_brute else "tpe", "gpus": ev.gpus}
     return ranked, ev, facts
 
 
 def _best_knobs(study) -> dict[str, Any] | None:
-    done = [t for t in study.trials if t.value is not None and t.value > 0]
+    done = [t for t in study.get_trials(deepcopy=False) if t.value is not None and t.value > 0]
     return max(done, key=lambda t: t.value).user_attrs["knobs"] if done else None
 
 

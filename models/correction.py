@@ -19,39 +19,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from knowledge.efficiency import FITTED, Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from models.platform_factors import PLATFORM_PARAMS, platform_values
+from models.platform_factors import bounds as _bounds
 from models.roofline import ceilings
 from models.setup import derive
 from models.step_time import tokens_per_step, training_step_time
 
 TrainSample = tuple[TrainCase, ModelArch, PlatformSpec]
-
-# Per-platform factors the fit may learn where a platform has measurements: the host and its links
-# differ between servers of the same GPU (PCIe topology, CPU, NUMA), and nothing in a datasheet says
-# how. A platform without rows keeps the global values.
-PLATFORM_PARAMS = ("link", "h2d_eff", "cpu_adam_gparams_per_core_s", "kernel_time_s")
-LINK_PARAM = {"nvswitch": "link_eff_nvswitch", "nvlink-pairs": "link_eff_pcie", "pcie": "link_eff_pcie", "pcie-no-p2p": "link_eff_pcie_no_p2p", "single": None}
-
-
-def platform_values(values: dict[str, float], platform: PlatformSpec, overrides: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Global values with a platform's learned factors applied (efficiencies stay capped at 1)."""
-    factors = overrides.get(platform.id)
-    if not factors:
-        return values
-    out = dict(values)
-    for key, f in factors.items():
-        name = LINK_PARAM[platform.interconnect] if key == "link" else key
-        if name:
-            lo, hi = _bounds(name)
-            out[name] = min(max(values[name] * f, lo), hi)
-    return out
-
-
-def _bounds(name: str) -> tuple[float, float]:
-    meta = Efficiencies.model_fields[name].metadata
-    lo = next((m.ge for m in meta if hasattr(m, "ge")), 0.0)
-    hi = next((m.le for m in meta if hasattr(m, "le")), math.inf)
-    return lo, hi
-
 
 def _to_z(name: str, x: float) -> float:
     lo, hi = _bounds(name)

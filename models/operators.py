@@ -1,0 +1,88 @@
+"""The operators of one decoder layer's forward for a training case, as roofline points. Pure functions.
+
+For one micro-batch on one rank: each projection (and its LoRA adapter), attention, the elementwise
+ops, and the LM head (once per model). FLOPs and bytes are the physical work; ``time_s`` is the time
+``models.step_time`` charges for it (same ceilings, same efficiencies), so layers x these times + the
+head and loss is the forward pass the step-time model predicts. Used by the app's roofline chart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowledge.efficiency import Efficiencies
+from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from models.architecture import attention_flops, linears
+from models.roofline import ceilings
+from models.setup import QUANT_BYTES, derive
+from models.step_time import _elementwise_bytes_per_token_layer, gemm_efficiency
+
+ELEMENTWISE_NAME = "norms, RoPE, SwiGLU, residuals"
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    kind: str  # "matmul", "attention", "elementwise", "lora"
+    flops: float  # forward FLOPs, one micro-batch on one rank
+    bytes: float  # bytes moved to and from device memory
+    time_s: float  # the step-time model's time for it
+    per_layer: bool = True  # False for the LM head (once per model)
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOP per byte."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s the model predicts it reaches."""
+        return self.flops / self.time_s if self.time_s else 0.0
+
+
+def layer_operators(case: TrainCase, arch: ModelArch, platform: PlatformSpec, eff: Efficiencies) -> list[Operator]:
+    """Every operator of one layer forward (and the LM head) for ``case``, with FLOPs, bytes and time.
+
+    Elementwise FLOPs are an estimate (RMSNorm ~4, RoPE ~3, residual 1, SwiGLU ~5 per element); their
+    bytes and time are the step-time model's.
+    """
+    s = derive(case, arch, platform)
+    c = ceilings(platform, eff)
+    a, T = s.arch, s.tokens
+    bw = c.memory_bps * eff.memory_eff
+    w_bytes = QUANT_BYTES[case.quantization]
+    ops: list[Operator] = []
+    for lin in linears(a):
+        rows = T * lin.tokens_fraction * lin.experts  # token rows over all expert copies
+        flops = lin.flops(T)
+        t = flops / (c.matmul_flops * gemm_efficiency(T * lin.tokens_fraction, eff))
+        if case.quantization == "int8":
+            t *= eff.int8_matmul_slowdown
+        elif case.quantization == "nf4":
+            t += lin.params * eff.dequant_bytes_per_param / bw
+        nbytes = lin.params * w_bytes + 2.0 * rows * (lin.in_features + lin.out_features)
+        ops.append(Operator(lin.name, "matmul", flops, nbytes, t))
+        if s.is_lora and lin.name in case.lora_targets:
+            lora_bytes = 4.0 * T * (lin.in_features + lin.out_features) * lin.experts
+            lora_flops = 2.0 * T * case.lora_rank * (lin.in_features + lin.out_features) * lin.experts
+            ops.append(Operator(f"LoRA {lin.name}", "lora", lora_flops, lora_bytes, lora_bytes / bw))
+    hq, kv = a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
+    qkvo = 2.0 * T * (2 * hq + 2 * kv)
+    att = attention_flops(a, case.micro_batch_size, case.seq_len, causal_skip=case.flash_attention)
+    if case.flash_attention:
+        ops.append(Operator("attention (fused)", "attention", att, qkvo, att / (c.matmul_flops * eff.attention_eff)))
+    else:
+        ge = gemm_efficiency(T * a.num_experts_per_tok / a.num_local_experts, eff)
+        scores = case.micro_batch_size * a.num_attention_heads * case.seq_len**2
+        ops.append(Operator("attention QKᵀ, AV (eager)", "attention", att, qkvo + 4.0 * scores, att / (c.matmul_flops * ge)))
+        ops.append(Operator("softmax, mask (eager scores)", "elementwise", 5.0 * scores, 14.0 * scores, 14.0 * scores / bw))
+    ew_bytes = _elementwise_bytes_per_token_layer(s) * T
+    i = a.intermediate_size * a.num_experts_per_tok
+    ew_flops = T * (2 * 4.0 * a.hidden_size + 3.0 * (hq + kv) + 2 * 1.0 * a.hidden_size + 5.0 * i)
+    ops.append(Operator(ELEMENTWISE_NAME, "elementwise", ew_flops, ew_bytes, ew_bytes / bw))
+    hv = a.hidden_size * a.vocab_size
+    head_flops = 2.0 * T * hv
+    head_t = head_flops / (c.matmul_flops * gemm_efficiency(T, eff)) + 20.0 * T * a.vocab_size / bw
+    head_bytes = 2.0 * hv + 2.0 * T * a.hidden_size + 20.0 * T * a.vocab_size
+    ops.append(Operator("LM head + loss", "matmul", head_flops, head_bytes, head_t, per_layer=False))
+    return ops
