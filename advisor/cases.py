@@ -53,9 +53,19 @@ def parse_case(obj: dict[str, Any]) -> TrainCase | ServeCase:
         return _ADAPTER.validate_python(obj)
     except ValidationError as e:
         err = e.errors()[0]
-        if err["type"].endswith(_MALFORMED_SUFFIXES) and err["type"] != "literal_error":
+        if err["type"].endswith(_MALFORMED_SUFFIXES) or _wrong_literal_type(err):
             raise MalformedFile(f"field {_field(err)!r}: {err['msg']} (got {err.get('input')!r})") from None
         raise AdvisorError(validation_message(e)) from None
+
+
+def _wrong_literal_type(err: dict[str, Any]) -> bool:
+    """A choice field given a value of another JSON type (``"method": 5``) is malformed, not unsupported."""
+    if err["type"] != "literal_error":
+        return False
+    expected = err.get("ctx", {}).get("expected", "")
+    value = err.get("input")
+    wants_str = "'" in expected
+    return (isinstance(value, str) != wants_str) or isinstance(value, (bool, list, dict)) or value is None
 
 
 def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | ServeCase | None, str | None]]:
@@ -71,6 +81,8 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise MalformedFile(f"line {n}: not JSON ({e.msg} at column {e.colno})") from None
+        except (RecursionError, ValueError) as e:  # nesting too deep, an integer of thousands of digits
+            raise MalformedFile(f"line {n}: not a usable JSON object ({type(e).__name__})") from None
         if not isinstance(obj, dict):
             raise MalformedFile(f"line {n}: expected a JSON object, got {type(obj).__name__}")
         if "id" in obj and not isinstance(obj["id"], str):

@@ -19,6 +19,8 @@ def _root() -> None:
 
 
 def _register() -> None:
+    if app.registered_commands:
+        return
     # Imported here so that `advisor --help` stays fast and a broken optional module names itself.
     from advisor.commands import compare, confirm, predict, probe, recommend, validate
 

@@ -85,3 +85,5 @@ class Predictor:
             return self.predict(case)
         except AdvisorError as e:
             return ErrorLine(id=case.id, error=str(e))
+        except (OverflowError, ZeroDivisionError) as e:  # sizes so extreme the arithmetic breaks
+            return ErrorLine(id=case.id, error=f"case too large to compute ({type(e).__name__})")

@@ -105,6 +105,8 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     """Parse a platform id such as ``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``."""
     hw = hardware.strip().lower().replace("_", "-")
     hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
+    if hw in gpus():  # checked first: 'rtx4090' would otherwise parse as GPU 'rt' x 4090
+        raise AdvisorError(f"hardware {hardware!r} lacks a GPU count; e.g. {gpus()[hw].id}x1 or {gpus()[hw].id}x8")
     m = _PLATFORM_RE.match(hw)
     if not m:
         examples = [f"{g}x8" for g in sorted({g.id for g in gpus().values()})]
@@ -161,7 +163,7 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "model"
-            raise AdvisorError(f"inline model: {loc}: {err['msg']}") from None
+            raise AdvisorError(f"inline model: {loc!r}: {err['msg']}".replace("\n", " ")) from None
         except TypeError as e:
             raise AdvisorError(f"inline model: {e}") from None
     if not isinstance(model, str):
@@ -170,14 +172,20 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
     if found:
         return found
     path = Path(model)
-    if path.suffix == ".json" or path.is_dir():
-        cfg_path = path / "config.json" if path.is_dir() else path
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    if path.suffix == ".json" or is_dir:
+        cfg_path = path / "config.json" if is_dir else path
         try:
             cfg = json.loads(cfg_path.read_text())
         except FileNotFoundError:
             raise AdvisorError(f"model config {str(cfg_path)!r} not found") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise AdvisorError(f"model config {str(cfg_path)!r} is not valid JSON: {e}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise AdvisorError(f"model config {str(cfg_path)!r} is not valid JSON: {str(e).splitlines()[0]}") from None
+        except (OSError, ValueError) as e:  # a directory, no permission, a NUL byte, a name too long
+            raise AdvisorError(f"model config {str(cfg_path)!r} cannot be read: {str(e).splitlines()[0]}") from None
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]

@@ -49,6 +49,7 @@ class Efficiencies(BaseModel):
     h2d_eff: float = _p(0.6, "prior: pinned host<->device copies ~60% of PCIe x16 (H100 probe: 55 of 63 GB/s)", 0.01, 1)
     # --- quantization -------------------------------------------------------------------------
     dequant_bytes_per_param: float = _p(2.5, "NF4 dequantize reads 0.5 B and writes 2 B per weight before each GEMM", 0, 20)
+    dequant_eff: float = _p(0.3, "prior: bitsandbytes dequantize kernels reach a fraction of HBM bandwidth", 0.001, 1)
     int8_matmul_slowdown: float = _p(3.0, "prior: bitsandbytes LLM.int8 matmul ~3x slower than bf16", 1, 50)
     # --- memory -------------------------------------------------------------------------------
     logits_bytes_per_vocab: float = _p(12.0, "bf16 logits 2 B + fp32 upcast 4 B + log-softmax 4 B + grad transient, per token per vocab entry", 0, 64)
@@ -67,7 +68,7 @@ class Efficiencies(BaseModel):
 FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "step_overhead_s",
     "optimizer_eff", "cpu_adam_gparams_per_core_s", "link_eff_nvswitch", "link_eff_pcie", "link_eff_pcie_no_p2p",
-    "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown",
+    "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
 )
 

@@ -88,15 +88,16 @@ class ModelArch(Strict):
     name: str
     aliases: list[str] = []
     hf_model_type: str = "llama"
-    hidden_size: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0)
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
-    num_local_experts: int = Field(default=1, ge=1)
-    num_experts_per_tok: int = Field(default=1, ge=1)
-    head_dim: int | None = None
+    # upper bounds keep arithmetic finite; real models are far below them
+    hidden_size: int = Field(gt=0, le=1 << 20)
+    intermediate_size: int = Field(gt=0, le=1 << 22)
+    num_hidden_layers: int = Field(gt=0, le=10_000)
+    num_attention_heads: int = Field(gt=0, le=1 << 14)
+    num_key_value_heads: int = Field(gt=0, le=1 << 14)
+    vocab_size: int = Field(gt=0, le=1 << 24)
+    num_local_experts: int = Field(default=1, ge=1, le=4096)
+    num_experts_per_tok: int = Field(default=1, ge=1, le=4096)
+    head_dim: int | None = Field(default=None, gt=0, le=1 << 14)
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # Qwen2 has q/k/v biases
     max_position_embeddings: int = 4096
@@ -140,17 +141,17 @@ class _CaseBase(Strict):
 class TrainCase(_CaseBase):
     task: Literal["pretrain", "finetune"]
     method: Literal["full", "lora", "qlora"] = None  # type: ignore[assignment]  # task-dependent default
-    gpus: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=1, le=1 << 16)
     engine: Literal["deepspeed", "pytorch"] = "deepspeed"
     zero_stage: Literal[0, 1, 2, 3] = 0
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     quantization: Literal["none", "int8", "nf4"] = None  # type: ignore[assignment]
     recompute: bool = False
     flash_attention: bool = True
-    micro_batch_size: int = Field(default=1, ge=1)
-    grad_accum: int = Field(default=1, ge=1)
-    seq_len: int = Field(default=2048, ge=1)
-    lora_rank: int = Field(default=64, ge=1)
+    micro_batch_size: int = Field(default=1, ge=1, le=1 << 20)
+    grad_accum: int = Field(default=1, ge=1, le=1 << 20)
+    seq_len: int = Field(default=2048, ge=1, le=1 << 24)
+    lora_rank: int = Field(default=64, ge=1, le=1 << 16)
     lora_targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
 
     @model_validator(mode="before")
@@ -175,13 +176,13 @@ class TrainCase(_CaseBase):
 
 class ServeCase(_CaseBase):
     task: Literal["serve"]
-    batch_size: int = Field(default=1, ge=1)
-    prompt_len: int = Field(default=512, ge=1)
-    kv_len: int | None = Field(default=None, ge=1)
-    output_len: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=1, ge=1, le=1 << 20)
+    prompt_len: int = Field(default=512, ge=1, le=1 << 24)
+    kv_len: int | None = Field(default=None, ge=1, le=1 << 24)
+    output_len: int | None = Field(default=None, ge=1, le=1 << 24)
     weight_bits: Literal[16, 8, 4] = 16
     kv_bits: Literal[16, 8] = 16
-    tensor_parallel: int = Field(default=1, ge=1)
+    tensor_parallel: int = Field(default=1, ge=1, le=1 << 12)
 
     @property
     def kv_len_effective(self) -> int:

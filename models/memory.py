@@ -27,8 +27,25 @@ HOST_BYTES_PER_TRAINABLE = 16.0
 
 
 @dataclass(frozen=True)
+class ModelStates:
+    """Bytes of weights, gradients and optimizer states on one rank, and on the host for offload."""
+
+    weights: float
+    autocast_cache: float  # 16-bit copies of fp32 weights that autocast keeps until backward ends
+    grads_kept: float  # gradient buffers alive through the whole step (DeepSpeed's fp32 accumulation)
+    grads_end: float  # gradients alive at the end of backward
+    optimizer_states: float
+    host: float  # CPU RAM for offloaded states, whole server
+
+
+@dataclass(frozen=True)
 class TrainMemory:
-    """Bytes on the busiest GPU (and on the host for offload)."""
+    """Bytes on the busiest GPU at its peak (and on the host for offload).
+
+    Two moments compete for the peak: the start of backward (every saved activation and the loss
+    buffers alive, gradients not yet made) and the end of backward (activations freed, all gradients
+    present). The items are those of whichever is larger.
+    """
 
     weights: float
     grads: float
@@ -36,44 +53,46 @@ class TrainMemory:
     activations: float
     buffers: float
     overhead: float
-    host: float  # CPU RAM for offloaded states, whole server
+    host: float
 
     @property
     def peak(self) -> float:
         return self.weights + self.grads + self.optimizer_states + self.activations + self.buffers + self.overhead
 
 
-def model_state_bytes(s: TrainSetup) -> tuple[float, float, float, float]:
-    """(weights, grads, optimizer states, host) bytes of one rank for the engine and ZeRO stage."""
+def model_state_bytes(s: TrainSetup) -> ModelStates:
+    """Weights, gradients and optimizer states of one rank for the engine and ZeRO stage.
+
+    ZeRO-1/2 follow DeepSpeed's estimator (2P + 18P/N): the full 16-bit gradients never coexist,
+    they are reduced bucket by bucket into a 16-bit partition (2/N) and the fp32 one (in the 16/N).
+    """
     n, t = s.ranks, s.trainable
     half = s.half_bytes
     quant = s.quantized * QUANT_BYTES[s.case.quantization]
     frozen = s.frozen_16bit * half + quant
     if s.case.engine == "pytorch":
-        if s.case.method == "full":
-            # fp32 master weights + the bf16 copies autocast caches for the step
-            w = t * 4 + t * half + quant
-        else:
-            w = frozen + t * 4  # PEFT keeps adapters in fp32 beside a bf16 base
-        return w, t * 4.0, t * 8.0, 0.0
+        # fp32 trainable weights (full training keeps fp32 masters, PEFT fp32 adapters) beside a 16-bit
+        # or quantized frozen base; autocast caches 16-bit copies of the fp32 weights for the step
+        w = t * 4 + frozen
+        return ModelStates(w, t * half, 0.0, t * 4.0, t * 8.0, 0.0)
     z = s.zero
     largest = s.params.largest_module * 4  # DeepSpeed's largest_layer_memory
     if z == 0:
-        # bf16 without ZeRO runs DeepSpeed's BF16_Optimizer: fp32 gradient accumulation buffer and
+        # bf16 without ZeRO runs DeepSpeed's BF16_Optimizer: an fp32 gradient accumulation buffer and
         # an fp32 master + Adam moments partitioned over the data-parallel ranks.
-        return t * half + frozen, t * (half + 4.0), t * 12.0 / n, 0.0
+        return ModelStates(t * half + frozen, 0.0, t * 4.0, t * 4.0, t * 12.0 / n, 0.0)
     if z in (1, 2):
-        if s.offload_optimizer:
-            return t * half + frozen, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE  # gradients stream to the host bucket by bucket
-        return t * half + frozen, t * half, t * 16.0 / n, 0.0
+        if s.offload_optimizer:  # gradients stream to the host bucket by bucket
+            return ModelStates(t * half + frozen, 0.0, 0.0, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE)
+        return ModelStates(t * half + frozen, 0.0, t * half / n, t * half / n, t * 16.0 / n, 0.0)
     # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered.
     gathered = min(STAGE3_MAX_LIVE * half + largest, (t + s.frozen_16bit) * half + quant)
     if s.offload_params:
-        return gathered, 0.0, 0.0, t * (HOST_BYTES_PER_TRAINABLE + half) + frozen
+        return ModelStates(gathered, 0.0, 0.0, 0.0, 0.0, t * (HOST_BYTES_PER_TRAINABLE + half) + frozen)
     w = (t * half + frozen) / n + gathered
     if s.offload_optimizer:
-        return w, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE
-    return w, 0.0, t * 16.0 / n, 0.0
+        return ModelStates(w, 0.0, 0.0, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE)
+    return ModelStates(w, 0.0, 0.0, 0.0, t * 16.0 / n, 0.0)
 
 
 def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float:
@@ -97,6 +116,10 @@ def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float
         total += 2.0 * (2 * hq + 2 * kv) + 4.0 * heads
     total += 2.0 * hq * saves("o_proj")
     total += 2.0 * 3 * i + 2.0 * i * saves("down_proj")
+    if s.case.engine == "pytorch" and s.case.method == "full":
+        # fp32 master weights keep the residual stream in fp32 under autocast: both RMSNorm outputs
+        # are fp32 (+2h each) and autocast saves their 16-bit casts for the projections (+2h each)
+        total += 8.0 * h
     return total
 
 
@@ -128,11 +151,17 @@ def buffer_bytes(s: TrainSetup, eff: Efficiencies) -> float:
 
 
 def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
-    w, g, o, host = model_state_bytes(s)
-    return TrainMemory(
-        weights=w, grads=g, optimizer_states=o, activations=activation_bytes(s), buffers=buffer_bytes(s, eff),
-        overhead=eff.workspace_gib * GiB, host=host,
-    )
+    st = model_state_bytes(s)
+    logits = eff.logits_bytes_per_vocab * s.arch.vocab_size * s.tokens
+    comm = buffer_bytes(s, eff) - logits
+    act = activation_bytes(s)
+    start = st.weights + st.autocast_cache + st.grads_kept + act + logits
+    end = st.weights + max(st.grads_kept, st.grads_end)
+    if start >= end:
+        return TrainMemory(st.weights + st.autocast_cache, st.grads_kept, st.optimizer_states, act, logits + comm,
+                           eff.workspace_gib * GiB, st.host)
+    return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0, comm,
+                       eff.workspace_gib * GiB, st.host)
 
 
 def usable_gib(memory_gib: float, eff: Efficiencies) -> float:

@@ -20,7 +20,7 @@ KERNELS_PER_LAYER_FWD = 45
 KERNELS_EAGER_ATTENTION = 6
 KERNELS_PER_LORA_TARGET = 4
 KERNELS_PER_QUANT_LINEAR = 2
-MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms
+MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def _forward_pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bo
         if case.quantization == "int8":
             g *= eff.int8_matmul_slowdown
         elif case.quantization == "nf4":
-            g += lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.memory_eff)
+            g += lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
         t += g
         if s.is_lora and lin.name in case.lora_targets:  # thin adapter GEMMs are bandwidth-bound
             t += 4.0 * T * (lin.in_features + lin.out_features) / (c.memory_bps * eff.memory_eff) * lin.experts
@@ -152,7 +152,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         per_step_comm += _collective_s(s.trainable * half, n, c, eff, 1 + s.trainable / 2e8, ag)
     else:  # ZeRO-3: gather every weight in forward, again in backward (and for recompute)
         passes = 2 + case.recompute
-        calls = s.arch.num_hidden_layers * MODULES_PER_LAYER
+        calls = s.arch.num_hidden_layers * (MODULES_PER_LAYER + 2 * len(case.lora_targets) * s.is_lora)
         per_mb_comm = passes * _collective_s(all_16bit, n, c, eff, calls, ag)
         per_mb_comm += _collective_s(s.trainable * half, n, c, eff, 1 + s.trainable / 2e8, ag)
         zero3_hooks = passes * calls * eff.zero3_module_overhead_s

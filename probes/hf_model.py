@@ -108,6 +108,9 @@ def build_model(
     if zero3_config is not None:
         import deepspeed
 
+        # deepspeed.comm must see the torch process group, else zero.Init checks the batch product
+        # against a world size of 1 and rejects any multi-GPU config
+        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
         with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
         return model

@@ -95,9 +95,12 @@ def run_collectives(
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n_gpus}"]
         cmd += ["-m", "probes.collectives", "--out", str(out)] + (["--toy"] if toy else ["--quick"] if quick else [])
         path = os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, **MULTICAST_OFF, "PYTHONPATH": path, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-        # Own process group, so a timeout ends torchrun and every worker it started, and nothing else.
-        proc = subprocess.Popen(cmd, env=env, cwd=_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        env = {**os.environ, **MULTICAST_OFF, "PYTHONPATH": path}
+        env.setdefault("OMP_NUM_THREADS", "1")  # torchrun sets 1 anyway, with a warning; a user's choice stands
+        # Own session, so a timeout ends torchrun and every worker it started, and nothing else.
+        proc = subprocess.Popen(
+            cmd, env=env, cwd=_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         try:
             log, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -162,7 +165,8 @@ def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn 
         result["matmul"] = micro.gemm_tflops(big, big, big, dtype, device)
 
     def sweep() -> None:
-        optional("gemm", lambda: micro.gemm_sweep(gemm_shapes, device, dtype, on_skip=lambda m: warn(f"warning: {m}")), [])
+        skip = lambda msg: warn(f"warning: {msg}")  # noqa: E731
+        optional("gemm", lambda: micro.gemm_sweep(gemm_shapes, device, dtype, on_skip=skip), [])
 
     def copy() -> None:
         result["copy"] = micro.copy_bandwidth_gbs(device, copy_bytes)
@@ -174,7 +178,8 @@ def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn 
         optional("link", lambda: micro.host_device_gbs(device, link_bytes), (None, None))
 
     def attention() -> None:
-        optional("attention", lambda: [micro.attention_fwd_bwd(*s, device=device, dtype=dtype) for s in attn_shapes], [])
+        attn = micro.attention_fwd_bwd
+        optional("attention", lambda: [attn(*s, device=device, dtype=dtype) for s in attn_shapes], [])
 
     def adam() -> None:
         def measure() -> float:

@@ -95,6 +95,20 @@ def _max_over_ranks(value: float | None, d: Dist) -> float | None:
     return float(t.item())
 
 
+def sanitize_arch_list(env: Any = None) -> None:
+    """Drop arch suffixes ("9.0a" -> "9.0") from TORCH_CUDA_ARCH_LIST in ``env`` (default os.environ).
+
+    DeepSpeed 0.19's op builder parses each entry as numbers and fails on the "a" that CUDA images set for
+    Hopper; its JIT-built ops (FusedAdam, CPUAdam) need no arch-specific features.
+    """
+    import re
+
+    env = os.environ if env is None else env
+    value = env.get("TORCH_CUDA_ARCH_LIST")
+    if value:
+        env["TORCH_CUDA_ARCH_LIST"] = re.sub(r"(\d+\.\d+)[a-z]+", r"\1", value)
+
+
 def _ds_dtype(ds_config: dict) -> Any:
     import torch
 
@@ -215,6 +229,7 @@ def _prepare(case: TrainCase, arch: ModelArch, d: Dist, ds_config: dict | None, 
     from probes.hf_model import apply_method, build_model, trainable_parameters
 
     if case.engine == "deepspeed":
+        sanitize_arch_list()  # before DeepSpeed JIT-builds its optimizer ops
         import deepspeed
 
         cfg = resolve_ds_config(case, d.world, ds_config)
@@ -257,16 +272,14 @@ def _prepare(case: TrainCase, arch: ModelArch, d: Dist, ds_config: dict | None, 
         from torch.nn.parallel import DistributedDataParallel
 
         wrapped = DistributedDataParallel(model, device_ids=[d.local_rank] if d.cuda else None)
-    use_autocast = full or case.quantization != "none"
-    ac_dtype = torch.bfloat16
 
     def no_sync(last: bool) -> Any:
         # DDP all-reduces only on the last micro-step; it decides that in the forward, so both are wrapped
         return wrapped.no_sync() if (d.world > 1 and not last) else contextlib.nullcontext()
 
     def fwd(x: Any, last: bool) -> Any:
-        ctx = torch.autocast(d.device.type, dtype=ac_dtype) if use_autocast else contextlib.nullcontext()
-        with ctx, no_sync(last):
+        # bf16 autocast for every method, as Trainer(bf16=True): fp32 weights / PEFT's fp32 adapters run in bf16
+        with torch.autocast(d.device.type, dtype=torch.bfloat16), no_sync(last):
             return wrapped(input_ids=x, labels=x).loss / case.grad_accum
 
     def bwd(loss: Any, last: bool) -> None:

@@ -1,0 +1,42 @@
+"""The training recommendation as plain rows: advisor.search + advisor.explain, as `advisor recommend` uses them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from advisor.explain import alternatives, describe, smallest_footprint, why
+from advisor.search import Evaluator, SearchSpec, run_search
+from advisor.train_recommend import launch_line, usage_note
+from knowledge.efficiency import load_efficiencies
+from models.deepspeed_config import deepspeed_config
+
+
+def train_recommendations(hardware: str, model: str | dict, task: str, gpus: int | None, seq_len: int,
+                          lora_rank: int, top: int = 10) -> dict[str, Any]:
+    """Ranked table rows, the top pick's DeepSpeed JSON and launch line, or what would fit instead."""
+    spec = SearchSpec(hardware=hardware, model=model, task=task, gpus=gpus, seq_len=seq_len, lora_rank=lora_rank)  # type: ignore[arg-type]
+    eff = load_efficiencies()
+    ranked, ev, facts = run_search(spec, eff)
+    out: dict[str, Any] = {"facts": facts, "gpu": ev.platform.gpu.name, "gpus": ev.gpus, "model": ev.arch.name, "rows": []}
+    if not ranked:
+        lean = smallest_footprint(ev)
+        out["leanest"] = (describe(lean[0]), lean[1], ev.limit_gib) if lean else None
+        out["would_fit"] = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile), {})
+        return out
+    best = ranked[0]
+    for rank, c in enumerate(ranked[:top], start=1):
+        p = c.prediction
+        out["rows"].append({
+            "#": rank, "configuration": describe(c.case), "tokens/s": round(p.tokens_per_s),
+            "step (s)": round(p.step_time_s, 3), "GiB/GPU": round(p.peak_mem_gib, 1),
+            "of GiB": round(p.capacity_gib or 0), "fits": p.fits, "why": why(rank, p, best.prediction, c.case),
+        })
+    cfg_path = Path("ds_config.json")
+    out["top_case"] = best.case.model_dump(mode="json")
+    out["launch"] = launch_line(best, ev.gpus, cfg_path)
+    out["usage"] = usage_note(best)
+    out["deepspeed_json"] = (json.dumps(deepspeed_config(best.case, ev.platform.gpu, ev.gpus), indent=2)
+                             if best.case.engine == "deepspeed" else None)
+    return out

@@ -1,0 +1,165 @@
+"""Cached calls into the advisor's library: the app computes nothing itself, it asks these.
+
+Every function returns plain data or pydantic objects and an error line instead of raising, so the
+pages can show the advisor's one-line message and never a traceback. Inputs are JSON strings (cases,
+models) so Streamlit can hash them for the cache.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from advisor.cases import parse_case
+from advisor.predictor import Predictor, efficiencies_for
+from knowledge.catalog import gpus, models, named_platforms, resolve_model, resolve_platform
+from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
+
+Result = tuple[Any, str | None]  # (value, None) or (None, one-line error)
+
+
+@st.cache_resource(show_spinner=False)
+def predictor() -> Predictor:
+    return Predictor()
+
+
+@st.cache_data(show_spinner=False)
+def gpu_ids() -> list[str]:
+    return sorted({g.id for g in gpus().values()})
+
+
+@st.cache_data(show_spinner=False)
+def gpu_names() -> dict[str, str]:
+    return {g.id: f"{g.id} — {g.name}, {g.memory_gib:.0f} GiB" for g in gpus().values()}
+
+
+@st.cache_data(show_spinner=False)
+def model_names() -> list[str]:
+    return sorted({m.name for m in models().values()})
+
+
+@st.cache_data(show_spinner=False)
+def platform_ids() -> list[str]:
+    return sorted(named_platforms())
+
+
+def has_fitted_correction() -> bool:
+    return (CALIBRATION_DIR / "fitted.json").exists()
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def predict(case_json: str) -> Result:
+    """The contract prediction of one case (same path as `advisor predict`)."""
+    try:
+        case = parse_case(json.loads(case_json))
+        return predictor().predict(case), None
+    except ValueError as e:  # AdvisorError and MalformedFile
+        return None, one_line(e)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def platform_info(hardware: str) -> Result:
+    try:
+        return resolve_platform(hardware), None
+    except ValueError as e:
+        return None, one_line(e)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def deepspeed_json(case_json: str) -> Result:
+    """The DeepSpeed JSON for the current case, as the recommender would write it."""
+    from models.deepspeed_config import deepspeed_config
+
+    try:
+        case = parse_case(json.loads(case_json))
+        platform = resolve_platform(case.hardware, case.gpus)
+        return json.dumps(deepspeed_config(case, platform.gpu, case.gpus or platform.count), indent=2), None
+    except ValueError as e:
+        return None, one_line(e)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def operators(case_json: str) -> Result:
+    """Per-operator FLOPs, bytes and time of one layer forward (models.operators) and the GPU's roofs."""
+    from models.operators import layer_operators
+    from models.roofline import ceilings
+
+    try:
+        case = parse_case(json.loads(case_json))
+        platform = resolve_platform(case.hardware, case.gpus)
+        arch = resolve_model(case.model)
+        eff = efficiencies_for(platform, predictor().efficiencies)
+        ops = layer_operators(case, arch, platform, eff)
+        c = ceilings(platform, eff)
+        return {"ops": ops, "peak_flops": c.matmul_flops, "bandwidth": c.memory_bps, "gpu": platform.gpu.name,
+                "layers": arch.num_hidden_layers}, None
+    except ValueError as e:
+        return None, one_line(e)
+
+
+def model_json(model: str | dict) -> str:
+    return json.dumps(model, sort_keys=True)
+
+
+@st.cache_data(show_spinner="Searching the configuration space…", max_entries=64)
+def train_search(hardware: str, model: str, task: str, gpus: int | None, seq_len: int, lora_rank: int, top: int = 10) -> Result:
+    from app.search_view import train_recommendations
+
+    try:
+        return train_recommendations(hardware, json.loads(model), task, gpus, seq_len, lora_rank, top), None
+    except ValueError as e:
+        return None, one_line(e)
+
+
+@st.cache_data(show_spinner="Searching serving configurations…", max_entries=64)
+def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, top: int = 10) -> Result:
+    from advisor.serve_search import recommend_serving
+    from models.roofline import apply_profile
+
+    try:
+        platform = resolve_platform(hardware)
+        arch = resolve_model(json.loads(model))
+        eff = apply_profile(efficiencies_for(platform, load_efficiencies()), platform, None)
+        return recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len, top=top), None
+    except ValueError as e:
+        return None, one_line(e)
+
+
+@st.cache_data(show_spinner="Computing the comparison mesh…", max_entries=64)
+def compare_mesh(hw_a: str, hw_b: str, model: str, phase: str, batches: tuple[int, ...], seqs: tuple[int, ...]) -> Result:
+    """The CLI's `advisor compare`: ratio mesh, regions in words and the heatmap PNG."""
+    from advisor.commands.compare import heatmap_png
+    from models.compare import comparison_mesh, describe_regions
+
+    try:
+        pa, pb = resolve_platform(hw_a), resolve_platform(hw_b)
+        arch = resolve_model(json.loads(model))
+        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(), list(batches), list(seqs), phase)
+    except ValueError as e:
+        return None, one_line(e)
+    name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
+    if name_a == name_b:
+        name_a, name_b = pa.id, pb.id
+    regions = describe_regions(name_a, name_b, list(batches), list(seqs), ratio, bound)
+    png = heatmap_png(ratio, bound, list(batches), list(seqs), name_a, name_b, arch.name, phase)
+    return {"ratio": ratio, "bound": bound, "regions": regions, "png": png, "a": name_a, "b": name_b}, None
+
+
+@st.cache_data(show_spinner="Predicting every measured run…")
+def accuracy() -> dict[str, Any]:
+    """Predicted vs measured for every training measurement (published + own), with the bundled fit."""
+    from app.accuracy_data import accuracy_points
+
+    return accuracy_points(predictor())
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]

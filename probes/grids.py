@@ -1,0 +1,184 @@
+"""Measurement grids for ``probes.campaign``: plain lists of contract cases, most valuable first.
+
+A campaign stops launching cases when its time budget runs out, so the head of each list is what a short
+lease measures. Keys starting with "_" are campaign bookkeeping, not case fields: ``_timeout_s`` (per-case
+wall limit, s), ``_steps`` / ``_warmup`` (training steps timed / untimed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TOY_ARCH = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 256}
+
+# Slow cases: CPU Adam over billions of parameters needs a few seconds per step, and its first use loads
+# DeepSpeed's cpu_adam extension.
+_OFFLOAD = {"_timeout_s": 240, "_steps": 3, "_warmup": 1}
+
+
+def _case(hw: str, cid: str, model: Any, task: str, **kw: Any) -> dict[str, Any]:
+    return {"id": cid, "hardware": hw, "model": model, "task": task, **kw}
+
+
+def _h100() -> list[dict[str, Any]]:
+    hw = "h100x1"
+    pt = {"engine": "pytorch"}
+    ds = {"engine": "deepspeed"}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"h100-{cid}", model, task, **kw)
+
+    return [
+        # fine-tuning on one GPU: the most asked-for question
+        c("7b-lora-pt-mb1-s2048", "llama2-7b", "finetune", method="lora", **pt, seq_len=2048),
+        c("7b-qlora-pt-mb1-s2048", "llama2-7b", "finetune", method="qlora", **pt, seq_len=2048),
+        # full training of a small model, both engines
+        c("tiny-full-pt-mb4-s2048", "tinyllama-1.1b", "pretrain", **pt, micro_batch_size=4, seq_len=2048),
+        c("tiny-full-ds-z0-mb4-s2048", "tinyllama-1.1b", "pretrain", **ds, micro_batch_size=4, seq_len=2048),
+        # the fits boundary: 7B full training needs ~16 B/param of states (> 80 GB)
+        c("7b-full-ds-z0-mb1-s2048", "llama2-7b", "pretrain", **ds, seq_len=2048),
+        c("7b-full-ds-z2-offopt-rc-mb1-s2048", "llama2-7b", "pretrain", **ds, zero_stage=2, offload="optimizer",
+          recompute=True, seq_len=2048, **_OFFLOAD),
+        c("3b-full-ds-z1-mb1-s2048", "llama3.2-3b", "pretrain", **ds, zero_stage=1, seq_len=2048),
+        # recompute and attention kernels
+        c("tiny-full-pt-rc-mb4-s2048", "tinyllama-1.1b", "pretrain", **pt, recompute=True, micro_batch_size=4),
+        c("tiny-full-pt-eager-mb4-s2048", "tinyllama-1.1b", "pretrain", **pt, flash_attention=False,
+          micro_batch_size=4),
+        # serving
+        _case(hw, "h100-7b-serve-b1-p512-o128", "llama2-7b", "serve", batch_size=1, prompt_len=512, output_len=128),
+        _case(hw, "h100-7b-serve-b8-p2048", "llama2-7b", "serve", batch_size=8, prompt_len=2048),
+        _case(hw, "h100-7b-serve-b32-p512-kv2048", "llama2-7b", "serve", batch_size=32, prompt_len=512,
+              kv_len=2048, output_len=64),
+        # 13B adapters
+        c("13b-lora-pt-rc-mb1-s2048", "llama2-13b", "finetune", method="lora", **pt, recompute=True),
+        c("13b-qlora-pt-mb1-s2048", "llama2-13b", "finetune", method="qlora", **pt),
+        c("7b-lora-pt-rc-mb4-s2048", "llama2-7b", "finetune", method="lora", **pt, recompute=True,
+          micro_batch_size=4),
+        c("7b-qlora-pt-rc-mb4-s2048", "llama2-7b", "finetune", method="qlora", **pt, recompute=True,
+          micro_batch_size=4),
+        # the published paper's sequence length (350) with DeepSpeed
+        c("7b-full-ds-z2-offopt-mb4-s350", "llama2-7b", "pretrain", **ds, zero_stage=2, offload="optimizer",
+          micro_batch_size=4, seq_len=350, **_OFFLOAD),
+        c("7b-lora-ds-z0-mb4-s350", "llama2-7b", "finetune", method="lora", **ds, micro_batch_size=4, seq_len=350),
+        c("7b-qlora-ds-z0-mb4-s350", "llama2-7b", "finetune", method="qlora", **ds, micro_batch_size=4,
+          seq_len=350),
+        c("7b-full-nf4-ds-z0-mb4-s350", "llama2-7b", "pretrain", **ds, quantization="nf4", micro_batch_size=4,
+          seq_len=350),
+        # micro-batch and sequence sweep
+        c("tiny-full-pt-mb1-s512", "tinyllama-1.1b", "pretrain", **pt, micro_batch_size=1, seq_len=512),
+        c("tiny-full-pt-mb8-s512", "tinyllama-1.1b", "pretrain", **pt, micro_batch_size=8, seq_len=512),
+        c("tiny-full-pt-mb8-s2048", "tinyllama-1.1b", "pretrain", **pt, micro_batch_size=8, seq_len=2048),
+        c("tiny-full-pt-mb2-s2048", "tinyllama-1.1b", "pretrain", **pt, micro_batch_size=2, seq_len=2048),
+        # ZeRO stages on one GPU (no partitioning, but their own code paths and buffers)
+        c("tiny-full-ds-z1-mb4-s2048", "tinyllama-1.1b", "pretrain", **ds, zero_stage=1, micro_batch_size=4),
+        c("tiny-full-ds-z2-mb4-s2048", "tinyllama-1.1b", "pretrain", **ds, zero_stage=2, micro_batch_size=4),
+        c("tiny-full-ds-z3-mb4-s2048", "tinyllama-1.1b", "pretrain", **ds, zero_stage=3, micro_batch_size=4),
+        c("tiny-full-ds-z2-offopt-mb4-s2048", "tinyllama-1.1b", "pretrain", **ds, zero_stage=2,
+          offload="optimizer", micro_batch_size=4, **_OFFLOAD),
+        c("3b-full-pt-rc-mb1-s2048", "llama3.2-3b", "pretrain", **pt, recompute=True),
+        c("3b-lora-pt-mb4-s2048", "llama3.2-3b", "finetune", method="lora", **pt, micro_batch_size=4),
+        c("7b-full-pt-mb1-s2048", "llama2-7b", "pretrain", **pt),  # expected OOM (fp32 weights + AdamW)
+        c("7b-lora-pt-mb1-s2048-eager", "llama2-7b", "finetune", method="lora", **pt, flash_attention=False),
+        _case(hw, "h100-7b-serve-b8-p512-w4", "llama2-7b", "serve", batch_size=8, prompt_len=512, weight_bits=4,
+              output_len=64),
+        _case(hw, "h100-7b-serve-b1-p512-w8", "llama2-7b", "serve", batch_size=1, prompt_len=512, weight_bits=8),
+        _case(hw, "h100-7b-serve-b32-p2048", "llama2-7b", "serve", batch_size=32, prompt_len=2048),
+    ]
+
+
+def _h200x2() -> list[dict[str, Any]]:
+    hw = "h200x2"
+    ds = {"engine": "deepspeed"}
+
+    def c(cid: str, model: str, task: str, gpus: int = 2, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"h200x2-{cid}", model, task, gpus=gpus, **kw)
+
+    return [
+        # ZeRO stages for 7B full training across 2 GPUs
+        c("7b-full-ds-z1-mb1-s2048", "llama2-7b", "pretrain", **ds, zero_stage=1),
+        c("7b-full-ds-z2-mb1-s2048", "llama2-7b", "pretrain", **ds, zero_stage=2),
+        c("7b-full-ds-z3-mb1-s2048", "llama2-7b", "pretrain", **ds, zero_stage=3),
+        c("7b-full-ds-z2-offopt-mb1-s2048", "llama2-7b", "pretrain", **ds, zero_stage=2, offload="optimizer",
+          **_OFFLOAD),
+        c("7b-full-ds-z3-offopt-rc-mb4-s350", "llama2-7b", "pretrain", **ds, zero_stage=3, offload="optimizer",
+          recompute=True, micro_batch_size=4, seq_len=350, **_OFFLOAD),
+        # 13B LoRA across 2 GPUs
+        c("13b-lora-ds-z0-mb1-s2048", "llama2-13b", "finetune", method="lora", **ds),
+        c("13b-lora-ds-z2-mb4-s2048", "llama2-13b", "finetune", method="lora", **ds, zero_stage=2,
+          micro_batch_size=4, recompute=True),
+        c("13b-lora-ds-z3-mb1-s2048", "llama2-13b", "finetune", method="lora", **ds, zero_stage=3),
+        c("7b-lora-pt-mb1-s2048", "llama2-7b", "finetune", method="lora", engine="pytorch"),
+        # one-GPU references on the same machine, for scaling
+        c("7b-lora-pt-g1-mb1-s2048", "llama2-7b", "finetune", gpus=1, method="lora", engine="pytorch"),
+        c("7b-full-ds-z0-g1-mb1-s2048", "llama2-7b", "pretrain", gpus=1, **ds),
+        # more shapes
+        c("7b-full-ds-z0-mb1-s2048", "llama2-7b", "pretrain", **ds),
+        c("7b-full-ds-z1-rc-mb4-s2048", "llama2-7b", "pretrain", **ds, zero_stage=1, recompute=True,
+          micro_batch_size=4),
+        c("7b-full-ds-z2-mb4-s350", "llama2-7b", "pretrain", **ds, zero_stage=2, micro_batch_size=4, seq_len=350),
+        c("7b-full-ds-z3-mb4-s350", "llama2-7b", "pretrain", **ds, zero_stage=3, micro_batch_size=4, seq_len=350),
+        c("13b-qlora-pt-mb1-s2048", "llama2-13b", "finetune", method="qlora", engine="pytorch"),
+        c("13b-full-ds-z3-offopt-rc-mb1-s2048", "llama2-13b", "pretrain", **ds, zero_stage=3, offload="optimizer",
+          recompute=True, **_OFFLOAD),
+    ]
+
+
+def _toy_cpu() -> list[dict[str, Any]]:
+    hw = "h100x1"  # a record only: toy cases run on the CPU, the hardware field just has to parse
+    return [
+        _case(hw, "toy-full-pt", TOY_ARCH, "pretrain", engine="pytorch", seq_len=16, micro_batch_size=2,
+              _steps=2, _warmup=1),
+        _case(hw, "toy-lora-pt-rc", TOY_ARCH, "finetune", engine="pytorch", recompute=True, seq_len=16,
+              _steps=2, _warmup=1),
+        _case(hw, "toy-serve", TOY_ARCH, "serve", batch_size=2, prompt_len=16, output_len=4),
+    ]
+
+
+SMOKE_ARCH = {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4, "num_attention_heads": 16,
+              "num_key_value_heads": 8, "vocab_size": 32000}
+
+
+def _gpu_smoke() -> list[dict[str, Any]]:
+    """Every GPU code path once on a small model (~1 minute plus DeepSpeed's op builds): run it first."""
+    hw, m = "h100x1", SMOKE_ARCH
+    t = {"seq_len": 512, "micro_batch_size": 2, "_steps": 3, "_warmup": 1}
+    return [
+        _case(hw, "smoke-full-pt", m, "pretrain", engine="pytorch", **t),
+        _case(hw, "smoke-lora-pt-rc", m, "finetune", engine="pytorch", recompute=True, **t),
+        _case(hw, "smoke-qlora-pt", m, "finetune", method="qlora", engine="pytorch", **t),
+        _case(hw, "smoke-lora-int8-pt", m, "finetune", quantization="int8", engine="pytorch", **t),
+        _case(hw, "smoke-full-ds-z0", m, "pretrain", engine="deepspeed", **t),
+        _case(hw, "smoke-full-ds-z3-rc", m, "pretrain", engine="deepspeed", zero_stage=3, recompute=True, **t),
+        _case(hw, "smoke-full-ds-z2-offopt", m, "pretrain", engine="deepspeed", zero_stage=2, offload="optimizer", **t),
+        _case(hw, "smoke-qlora-ds-z0", m, "finetune", method="qlora", engine="deepspeed", **t),
+        _case(hw, "smoke-serve-b4-o16", m, "serve", batch_size=4, prompt_len=256, kv_len=512, output_len=16),
+        _case(hw, "smoke-serve-w4", m, "serve", batch_size=2, prompt_len=128, weight_bits=4),
+        _case(hw, "smoke-serve-w8", m, "serve", batch_size=2, prompt_len=128, weight_bits=8),
+    ]
+
+
+# The first lease's order: memory-model and efficiency calibration first, offload last (slow).
+_H100_FIRST = [
+    "7b-lora-pt-mb1-s2048", "7b-qlora-pt-mb1-s2048", "tiny-full-pt-mb4-s2048", "tiny-full-ds-z0-mb4-s2048",
+    "tiny-full-pt-eager-mb4-s2048", "tiny-full-pt-rc-mb4-s2048", "tiny-full-pt-mb8-s512", "tiny-full-ds-z2-mb4-s2048",
+    "tiny-full-ds-z3-mb4-s2048", "3b-full-ds-z1-mb1-s2048", "7b-lora-pt-rc-mb4-s2048", "7b-lora-ds-z0-mb4-s350",
+    "7b-qlora-ds-z0-mb4-s350", "13b-qlora-pt-mb1-s2048", "7b-serve-b1-p512-o128", "7b-serve-b32-p512-kv2048",
+    "7b-serve-b8-p2048", "7b-full-nf4-ds-z0-mb4-s350", "tiny-full-ds-z2-offopt-mb4-s2048", "3b-lora-pt-mb4-s2048",
+]
+
+
+def _h100_first() -> list[dict[str, Any]]:
+    by_id = {c["id"].removeprefix("h100-"): c for c in _h100()}
+    head = [by_id.pop(i) for i in _H100_FIRST]
+    return head + list(by_id.values())
+
+
+GRIDS: dict[str, Any] = {"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke}
+
+
+def grid(name: str) -> list[dict[str, Any]]:
+    """The named grid as fresh dicts (callers may mutate them)."""
+    if name not in GRIDS:
+        raise KeyError(f"unknown grid {name!r}; known: {', '.join(GRIDS)}")
+    return GRIDS[name]()

@@ -1,0 +1,155 @@
+"""The Streamlit explorer, driven headless through streamlit.testing (no browser, no GPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[1] / "app" / "explorer.py")
+TABS = ("Prediction", "Recommendations", "Roofline", "Compare", "Accuracy")
+
+
+def _app(tab: str = "Prediction") -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if tab != "Prediction":
+        at.session_state["tab"] = tab
+    at.run()
+    _ok(at)
+    return at
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def test_starts_with_a_prediction():
+    at = _app()
+    m = _metrics(at)
+    assert {"tokens/s", "step time", "GiB/GPU", "fits"} <= set(m)
+    assert not _errors(at)
+    assert [t.label for t in at.tabs] == list(TABS)
+
+
+@pytest.mark.parametrize("tab", TABS[1:])
+def test_each_tab_renders(tab):
+    at = _app(tab)
+    assert not _errors(at), _errors(at)
+    if tab == "Recommendations":
+        assert at.dataframe and any(b.label.startswith("Download the top pick") for b in at.get("download_button"))
+    if tab in ("Roofline", "Accuracy"):
+        assert at.dataframe
+    if tab == "Compare":
+        assert at.get("image") and any("wins" in md.value or "within 2%" in md.value for md in at.markdown)
+    if tab == "Accuracy":
+        assert any("in-sample" in c.value or "advisor validate" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("key, value, metric", [
+    ("task", "pretrain", "GiB/GPU"),
+    ("gpu", "h100", "tokens/s"),
+    ("model", "llama2-13b", "GiB/GPU"),
+    ("method", "qlora", "GiB/GPU"),
+    ("zero_stage", 3, "GiB/GPU"),
+])
+def test_selectbox_changes_the_prediction(key, value, metric):
+    at = _app()
+    before = _metrics(at)[metric]
+    at.selectbox(key=key).set_value(value).run()
+    _ok(at)
+    assert not _errors(at), _errors(at)
+    assert _metrics(at)[metric] != before
+
+
+@pytest.mark.parametrize("key, value, metric", [
+    ("micro_batch_size", 8, "GiB/GPU"),
+    ("seq_len", 4096, "tokens/s"),
+])
+def test_number_input_changes_the_prediction(key, value, metric):
+    at = _app()
+    before = _metrics(at)[metric]
+    at.number_input(key=key).set_value(value).run()
+    _ok(at)
+    assert _metrics(at)[metric] != before
+
+
+def test_serving_knobs():
+    at = _app()
+    at.selectbox(key="task").set_value("serve").run()
+    _ok(at)
+    m = _metrics(at)
+    assert "decode tokens/s" in m and not _errors(at)
+    at.number_input(key="batch_size").set_value(16).run()
+    _ok(at)
+    assert _metrics(at)["decode tokens/s"] != m["decode tokens/s"]
+    before = _metrics(at)["GiB/GPU"]
+    at.selectbox(key="weight_bits").set_value(4).run()
+    _ok(at)
+    assert _metrics(at)["GiB/GPU"] != before
+
+
+def test_invalid_combination_shows_the_advisors_line():
+    at = _app()
+    at.selectbox(key="offload").set_value("optimizer").run()  # ZeRO-0 cannot offload
+    _ok(at)
+    errs = _errors(at)
+    assert errs and "zero_stage" in errs[0] and "\n" not in errs[0]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("{not json", "not valid JSON"),
+    ('{"hidden_size": 4096, "num_hidden_layers": 32}', "inline model"),
+    ('{"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32, '
+     '"num_key_value_heads": 5, "vocab_size": 32000}', "multiple"),
+    ('{"model_type": "llama", "hidden_size": 4096}', "config.json"),
+])
+def test_bad_pasted_architecture_shows_an_error(text, fragment):
+    at = _app()
+    at.radio(key="model_src").set_value("paste JSON").run()
+    _ok(at)
+    at.text_area(key="model_json").set_value(text).run()
+    _ok(at)
+    errs = _errors(at)
+    assert errs and any(fragment in e for e in errs), errs
+    assert not at.metric
+
+
+def test_pasted_hf_config_predicts():
+    cfg = ('{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632, '
+           '"num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000}')
+    at = _app()
+    at.radio(key="model_src").set_value("paste JSON").run()
+    at.text_area(key="model_json").set_value(cfg).run()
+    _ok(at)
+    assert not _errors(at) and "tokens/s" in _metrics(at)
+
+
+def test_operators_add_up_to_the_forward_pass():
+    """models.operators (the roofline's points) charges exactly what the step-time model charges."""
+    from knowledge.catalog import resolve_model, resolve_platform
+    from knowledge.efficiency import load_efficiencies
+    from knowledge.schema import TrainCase
+    from models.operators import layer_operators
+    from models.roofline import ceilings
+    from models.setup import derive
+    from models.step_time import _forward_pass
+
+    eff = load_efficiencies()
+    for kw in (dict(task="finetune"), dict(task="pretrain", flash_attention=False), dict(task="finetune", method="qlora")):
+        case = TrainCase(id="x", hardware="a800x8", model="mixtral-8x7b", micro_batch_size=2, seq_len=1024, **kw)
+        arch, platform = resolve_model(case.model), resolve_platform(case.hardware)
+        ops = layer_operators(case, arch, platform, eff)
+        total = sum(o.time_s * (arch.num_hidden_layers if o.per_layer else 1) for o in ops)
+        assert total == pytest.approx(_forward_pass(derive(case, arch, platform), eff, ceilings(platform, eff)).gpu_s, rel=1e-9)
+        assert all(o.flops > 0 and o.bytes > 0 and o.achieved_flops <= platform.gpu.matmul_tflops * 1e12 for o in ops)

@@ -1,0 +1,203 @@
+"""CPU toy-size tests of the real-run harness: train / serve steps, run_case, campaign, grids."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter
+
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.schema import Case, Measured, Measurement, ModelArch, ServeCase, TrainCase
+from probes import campaign, grids, hf_model, train_step
+from probes.serve_step import run_serving
+from probes.train_step import is_oom, run_training
+
+REPO = Path(__file__).resolve().parent.parent
+INLINE = dict(grids.TOY_ARCH)
+ARCH = ModelArch(name="toy", **INLINE)
+
+
+def _train(**kw) -> TrainCase:
+    base = dict(id="t", hardware="h100x1", model=INLINE, engine="pytorch", seq_len=16)
+    return TrainCase(**{**base, **kw})
+
+
+def _pos(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def _check_train(m: Measured, case: TrainCase) -> None:
+    assert m.error is None and not m.oom
+    assert _pos(m.step_time_s) and _pos(m.forward_s) and _pos(m.backward_s) and _pos(m.optimizer_s)
+    tokens = case.micro_batch_size * case.seq_len * case.grad_accum
+    assert m.tokens_per_s == pytest.approx(tokens / m.step_time_s, rel=1e-9)
+    assert m.peak_mem_gib is None  # no memory statistics off CUDA
+
+
+@pytest.mark.parametrize("kw", [
+    dict(task="pretrain", micro_batch_size=2),
+    dict(task="finetune", grad_accum=2),
+    dict(task="pretrain", recompute=True, flash_attention=False),
+    dict(task="finetune", recompute=True),
+])
+def test_run_training_pytorch(kw: dict) -> None:
+    case = _train(**kw)
+    _check_train(run_training(case, ARCH, device="cpu", steps=2, warmup=1), case)
+
+
+def test_apply_method_trainable_sets() -> None:
+    import torch
+
+    full = hf_model.apply_method(hf_model.build_model(ARCH, device="cpu", dtype=torch.float32), _train(task="pretrain"))
+    total, trainable = hf_model.count_parameters(full)
+    assert total == trainable > 0
+    lora = hf_model.apply_method(hf_model.build_model(ARCH, device="cpu", dtype=torch.float32),
+                                 _train(task="finetune", lora_rank=8, recompute=True))
+    names = [n for n, p in lora.named_parameters() if p.requires_grad]
+    assert names and all("lora_" in n for n in names)
+    # r * (in + out) per target: q 64->64, k 64->32, v 64->32, o 64->64; two layers
+    assert sum(p.numel() for p in lora.parameters() if p.requires_grad) == 2 * 8 * (128 + 96 + 96 + 128)
+    assert all(layer.gradient_checkpointing for layer in hf_model.decoder_layers(lora))
+
+
+def test_eager_and_sdpa_agree() -> None:
+    import torch
+
+    model = hf_model.build_model(ARCH, device="cpu", dtype=torch.float32, attn_impl="eager").eval()
+    assert model.config._attn_implementation == "eager"
+    x = torch.randint(0, 256, (2, 16))
+    with torch.no_grad():
+        eager = model(input_ids=x).logits
+        model.config._attn_implementation = "sdpa"
+        sdpa = model(input_ids=x).logits
+    assert torch.allclose(eager, sdpa, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["tinyllama-1.1b", "llama3.2-3b", "mistral-7b", "qwen2.5-7b", "mixtral-8x7b"])
+def test_hf_config_matches_catalog_param_count(name: str) -> None:
+    arch = resolve_model(name)
+    if arch.param_count is None:
+        pytest.skip(f"{name} has no param_count")
+    model = hf_model.build_model(arch, device="meta", dtype=__import__("torch").bfloat16)
+    assert sum(p.numel() for p in model.parameters()) == arch.param_count
+    assert hf_model.hf_config(arch, num_layers=3).num_hidden_layers == 3
+
+
+def test_oom_becomes_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert is_oom(RuntimeError("CUDA error: out of memory")) and not is_oom(ValueError("shape"))
+
+    def boom(*a, **k):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(train_step, "_run", boom)
+    m = run_training(_train(task="pretrain"), ARCH, device="cpu")
+    assert m.oom and m.error.startswith("CUDA out of memory") and m.tokens_per_s is None
+
+
+def test_run_serving() -> None:
+    info: dict = {}
+    case = ServeCase(id="s", hardware="h100x1", model=INLINE, task="serve", batch_size=2, prompt_len=16,
+                     kv_len=24, output_len=4)
+    m = run_serving(case, ARCH, device="cpu", repeats=2, info=info)
+    assert m.error is None and _pos(m.prefill_s) and _pos(m.decode_step_s) and _pos(m.e2e_output_tokens_per_s)
+    assert "static cache" in info["decode_method"]
+    tp = run_serving(ServeCase(**{**case.model_dump(), "tensor_parallel": 2}), ARCH, device="cpu")
+    assert tp.error == "tensor_parallel>1 not measured" and tp.prefill_s is None
+
+
+def test_static_cache_decoder_matches_generate() -> None:
+    import torch
+
+    from probes.serve_step import _Decoder
+
+    torch.manual_seed(0)
+    model = hf_model.build_model(ARCH, device="cpu", dtype=torch.float32, use_cache=True).eval()
+    prompt, out_len = torch.randint(0, 256, (2, 8)), 6
+    with torch.inference_mode():
+        ref = model.generate(input_ids=prompt, max_new_tokens=out_len, min_new_tokens=out_len, do_sample=False,
+                             pad_token_id=0)[:, 8:]
+        dec = _Decoder(model, 2, 8 + out_len, torch.device("cpu"))
+        dec.prefill(prompt)
+        toks = [dec.tok.clone()]
+        for i in range(out_len - 1):
+            dec.set_position(8 + i)
+            dec.run()
+            toks.append(dec.tok.clone())
+    assert torch.equal(torch.cat(toks, 1), ref)  # same greedy tokens: positions, mask and cache slots are right
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_run_training_deepspeed_cpu(stage: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("deepspeed")
+    # DeepSpeed's CPU backend JIT-compiles a shared-memory allreduce (~1 min); one rank never needs it.
+    monkeypatch.setattr(importlib.import_module("deepspeed.comm.torch"), "build_shm_op", lambda: None)
+    case = _train(task="pretrain" if stage != 1 else "finetune", engine="deepspeed", zero_stage=stage,
+                  grad_accum=2 if stage == 2 else 1)
+    ds = {"zero_optimization": {"stage": stage}, "bf16": {"enabled": True}, "gradient_clipping": 1.0}
+    _check_train(run_training(case, ARCH, device="cpu", steps=2, warmup=1, ds_config=ds), case)
+
+
+def _rows(path: Path) -> list[Measurement]:
+    return [Measurement.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_run_case_failure_still_writes_a_row(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    case = {"id": "bad", "hardware": "h100x1", "model": "no-such-model", "task": "pretrain"}
+    p = subprocess.run([sys.executable, "-m", "probes.run_case", "--case", json.dumps(case), "--out", str(out)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr[-2000:]
+    (row,) = _rows(out)
+    assert row.case["id"] == "bad" and "no-such-model" in row.measured.error and "\n" not in row.measured.error
+    assert row.environment is not None and "probes.run_case" in row.environment.command
+
+
+def test_campaign_toy_cpu(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "probes.campaign", "--grid", "toy-cpu", "--out", str(tmp_path),
+                        "--only", "toy-full-pt", "--budget-s", "300"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = {r.case["id"]: r for r in _rows(tmp_path / "measurements.jsonl")}
+    assert set(rows) == {"toy-full-pt"}
+    train = rows["toy-full-pt"].measured
+    assert train.error is None and train.tokens_per_s == pytest.approx(2 * 16 / train.step_time_s)
+    assert _pos(train.forward_s) and rows["toy-full-pt"].case["micro_batch_size"] == 2
+    assert "1 run (1 measured, 0 OOM, 0 failed)" in p.stdout
+    assert "===== toy-full-pt (rc=0" in (tmp_path / "campaign.log").read_text()
+
+
+def test_campaign_timeout_and_budget(tmp_path: Path) -> None:
+    # 2 s per case kills every case during start-up; a 5.5 s budget launches two and skips the third
+    p = subprocess.run([sys.executable, "-m", "probes.campaign", "--grid", "toy-cpu", "--out", str(tmp_path),
+                        "--timeout-s", "2", "--budget-s", "5.5"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = _rows(tmp_path / "measurements.jsonl")
+    assert [r.case["id"] for r in rows] == ["toy-full-pt", "toy-lora-pt-rc"]
+    assert all(r.measured.error == "timeout after 2 s" for r in rows)
+    assert "1 skipped for the budget: toy-serve" in p.stdout
+
+
+def test_grids_are_valid_cases() -> None:
+    for name in grids.GRIDS:
+        cases = grids.grid(name)
+        assert len({c["id"] for c in cases}) == len(cases) > 0
+        for c in cases:
+            case = TypeAdapter(Case).validate_python({k: v for k, v in c.items() if not k.startswith("_")})
+            resolve_model(case.model)
+            assert resolve_platform(case.hardware).count >= (getattr(case, "gpus", None) or 1)
+
+
+def test_campaign_dry_run_uses_torchrun_for_two_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    assert campaign.main(["--grid", "h200x2", "--out", "/nonexistent/x", "--dry-run", "--hardware", "grid"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("h200x2-")]
+    assert len(lines) == len(grids.grid("h200x2"))
+    two = [ln for ln in lines if '"gpus": 2' in ln]
+    assert two and all("torch.distributed.run --standalone --nproc_per_node=2 -m probes.run_case" in ln for ln in two)
+    assert not Path("/nonexistent/x").exists()
