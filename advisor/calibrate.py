@@ -8,7 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from advisor.evaluation import fit_correction, held_out_throughput, mape, training_rows
+from advisor.evaluation import (
+    fit_correction, fit_serving, held_out_serving, held_out_throughput, mape, serving_errors, serving_rows, training_rows,
+)
+from models.correction import SERVING_FITTED
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
 from knowledge.measurements import all_measurements, load_own, load_published
 from knowledge.schema import Measurement
@@ -43,8 +46,11 @@ def refit(
     Without ``measure_holdout`` the previous held-out figures are kept (and marked as such): the
     leave-one-group-out fits take minutes, a refit after one new row takes seconds.
     """
-    rows, _ = training_rows(measurements(data)[0])
+    ms = measurements(data)[0]
+    rows, _ = training_rows(ms)
     model = fit_correction(rows)
+    srows = serving_rows(ms)
+    serving = fit_serving(srows, prior=model.efficiencies_) if srows else None
     by_task: dict[str, list[tuple[float, float]]] = {}
     if measure_holdout:
         for pairs in held_out_throughput(rows, holdout, progress).values():
@@ -60,6 +66,12 @@ def refit(
         "held_out_mape": {task: round(mape(pairs), 4) for task, pairs in by_task.items()} if measure_holdout else previous.get("held_out_mape", {}),
         "held_out_n": {task: len(pairs) for task, pairs in by_task.items()} if measure_holdout else previous.get("held_out_n", {}),
         "held_out_from_previous_fit": not measure_holdout,
+        "serving_parameters": {k: getattr(serving.efficiencies_, k) for k in SERVING_FITTED} if serving else {},
+        "serving_fitted_on": {"rows": len(srows), "train_mape": round(serving.train_mape_, 4)} if serving else {},
+        "serving_held_out_by_gpu": (
+            serving_errors(held_out_serving(srows, "gpu", model.efficiencies_)) if serving and measure_holdout
+            else previous.get("serving_held_out_by_gpu", {})
+        ),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     atomic_write_json(out, result)

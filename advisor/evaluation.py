@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +19,9 @@ from advisor.cases import parse_case
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import Efficiencies
 from knowledge.errors import AdvisorError
-from knowledge.schema import Measurement, ModelArch, PlatformSpec, TrainCase
+from knowledge.schema import Measurement, ModelArch, PlatformSpec, ServeCase, TrainCase
 from knowledge.units import gb_to_gib
-from models.correction import EfficiencyCorrection
+from models.correction import EfficiencyCorrection, ServingCorrection
 from models.training import predict_training
 
 GROUPINGS = ("gpu", "platform", "model", "dataset")
@@ -132,4 +133,72 @@ def regrets(pairs: Sequence[tuple[Row, float]]) -> dict[str, float]:
         best_measured = max(r.m.measured.tokens_per_s for r, _ in items)
         pick = max(items, key=lambda rp: rp[1])[0]
         out[k] = 1.0 - pick.m.measured.tokens_per_s / best_measured
+    return out
+
+
+# ------------------------------------------------------------------------------------------ serving
+
+
+@dataclass(frozen=True)
+class ServeRow:
+    m: Measurement
+    case: ServeCase
+    arch: ModelArch
+    platform: PlatformSpec
+
+    def group(self, by: str) -> str:
+        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "model": self.arch.name, "dataset": self.m.dataset}[by]
+
+    @property
+    def sample(self):
+        return (self.case, self.arch, self.platform)
+
+    @property
+    def target(self) -> tuple[float | None, float | None]:
+        # a decode the probe could not capture in a CUDA graph was timed eagerly: another quantity
+        graph = "CUDA graph failed" not in self.m.notes
+        return (self.m.measured.prefill_s, self.m.measured.decode_step_s if graph else None,
+                self.m.measured.e2e_output_tokens_per_s)
+
+
+def serving_rows(measurements: Sequence[Measurement]) -> list[ServeRow]:
+    rows = []
+    for m in measurements:
+        if m.case.get("task") != "serve" or m.measured.error or m.measured.oom:
+            continue
+        try:
+            case = parse_case(m.case)
+            rows.append(ServeRow(m, case, resolve_model(case.model), resolve_platform(case.hardware)))
+        except (AdvisorError, ValueError):
+            continue
+    return rows
+
+
+def fit_serving(rows: Sequence[ServeRow], prior: Efficiencies | None = None) -> ServingCorrection:
+    return ServingCorrection(prior=prior).fit([r.sample for r in rows], [r.target for r in rows])
+
+
+def held_out_serving(rows: Sequence[ServeRow], by: str, prior: Efficiencies | None = None) -> list[tuple[ServeRow, Any]]:
+    """Each group's rows predicted (ServePrediction) by a serving fit on the other groups only."""
+    from models.serving import predict_serving
+
+    out = []
+    for g in sorted({r.group(by) for r in rows}):
+        train = [r for r in rows if r.group(by) != g]
+        if not train:
+            continue
+        eff = fit_serving(train, prior).efficiencies_
+        out += [(r, predict_serving(r.case, r.arch, r.platform, eff)) for r in rows if r.group(by) == g]
+    return out
+
+
+def serving_errors(pairs: Sequence[tuple[ServeRow, Any]]) -> dict[str, dict[str, float]]:
+    """MAPE and n of prefill, decode step, end-to-end throughput and peak memory."""
+    fields = {"prefill_s": "prefill_s", "decode_step_s": "decode_step_s",
+              "e2e_output_tokens_per_s": "e2e_output_tokens_per_s", "peak_mem_gib": "peak_mem_gib"}
+    out = {}
+    for name, attr in fields.items():
+        pm = [(getattr(p, attr), getattr(r.m.measured, attr)) for r, p in pairs if getattr(r.m.measured, attr) and getattr(p, attr)
+              and not (attr == "decode_step_s" and r.target[1] is None)]
+        out[name] = {"n": len(pm), "mape": mape(pm)}
     return out

@@ -29,7 +29,12 @@ def held_out_error() -> dict[str, float]:
     path = CALIBRATION_DIR / "fitted.json"
     if not path.exists():
         return {}
-    return json.loads(path.read_text()).get("held_out_mape", {})
+    data = json.loads(path.read_text())
+    out = dict(data.get("held_out_mape", {}))
+    decode = data.get("serving_held_out_by_gpu", {}).get("decode_step_s", {}).get("mape")
+    if decode:
+        out["serve"] = decode
+    return out
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -62,6 +67,7 @@ class Predictor:
     def __init__(self, profile: Profile | None = None, efficiencies: Efficiencies | None = None) -> None:
         self.profile = profile
         self.efficiencies = efficiencies or load_efficiencies()
+        self.serving_efficiencies = efficiencies  # None: the bundled serving fit
 
     def _profile_for(self, gpu_id: str) -> Profile | None:
         # a profile measured on one GPU kind says nothing about another
@@ -78,7 +84,8 @@ class Predictor:
             return predict_training(case, arch, platform, eff, profile, held_out_error().get(case.task))
         from models.serving import predict_serving
 
-        return predict_serving(case, arch, platform, eff, profile, held_out_error().get("serve"))
+        serve_eff = self.serving_efficiencies or load_efficiencies(task="serve")
+        return predict_serving(case, arch, platform, serve_eff, profile, held_out_error().get("serve"))
 
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:

@@ -127,7 +127,7 @@ def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, to
     try:
         platform = resolve_platform(hardware)
         arch = resolve_model(json.loads(model))
-        eff = apply_profile(efficiencies_for(platform, load_efficiencies()), platform, None)
+        eff = apply_profile(efficiencies_for(platform, load_efficiencies(task="serve")), platform, None)
         return recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len, top=top), None
     except ValueError as e:
         return None, one_line(e)
@@ -142,7 +142,7 @@ def compare_mesh(hw_a: str, hw_b: str, model: str, phase: str, batches: tuple[in
     try:
         pa, pb = resolve_platform(hw_a), resolve_platform(hw_b)
         arch = resolve_model(json.loads(model))
-        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(), list(batches), list(seqs), phase)
+        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(task="serve"), list(batches), list(seqs), phase)
     except ValueError as e:
         return None, one_line(e)
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()

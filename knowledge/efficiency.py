@@ -73,14 +73,20 @@ FITTED = (
 )
 
 
-@lru_cache(maxsize=4)
-def load_efficiencies(name: str = "fitted") -> Efficiencies:
-    """The bundled fitted parameters when present, else the priors."""
+@lru_cache(maxsize=8)
+def load_efficiencies(name: str = "fitted", task: str = "train") -> Efficiencies:
+    """The bundled fitted parameters when present, else the priors.
+
+    ``task="serve"`` overlays the serving fit (decode and prefill were fitted separately from training).
+    """
     path = CALIBRATION_DIR / f"{name}.json"
-    if path.exists():
-        data = json.loads(path.read_text())
-        return Efficiencies(**data.get("parameters", data))
-    return Efficiencies()
+    if not path.exists():
+        return Efficiencies()
+    data = json.loads(path.read_text())
+    values = dict(data.get("parameters", {}))
+    if task == "serve":
+        values.update(data.get("serving_parameters", {}))
+    return Efficiencies(**values)
 
 
 @lru_cache(maxsize=4)

@@ -18,7 +18,7 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from knowledge.efficiency import FITTED, Efficiencies
-from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from knowledge.schema import ModelArch, PlatformSpec, ServeCase, TrainCase
 from models.platform_factors import PLATFORM_PARAMS, platform_values
 from models.platform_factors import bounds as _bounds
 from models.roofline import ceilings
@@ -133,3 +133,70 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         if eff is None:
             raise RuntimeError("EfficiencyCorrection is not fitted; call fit first")
         return self._predict_prepared(self._prepare(X), eff.model_dump(), self.platform_factors_)
+
+
+ServeSample = tuple[ServeCase, ModelArch, PlatformSpec]
+
+# What the serving fit may move. They are applied to serving predictions only, so fitting them to
+# decode steps cannot disturb the training fit.
+SERVING_FITTED = (
+    "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "int8_matmul_slowdown",
+    "gemm_eff_max", "gemm_half_tokens", "attention_eff", "memory_eff", "kernel_time_s", "generate_token_overhead_s",
+)
+
+
+class ServingCorrection(BaseEstimator, RegressorMixin):
+    """Fit the serving efficiencies to measured prefill and decode-step times (log space, prior pull).
+
+    ``y`` rows are (prefill_s, decode_step_s, e2e_output_tokens_per_s); any may be None.
+    ``predict`` returns the same triple.
+    """
+
+    def __init__(self, prior: Efficiencies | None = None, params: tuple[str, ...] = SERVING_FITTED, prior_weight: float = 0.1) -> None:
+        self.prior = prior
+        self.params = params
+        self.prior_weight = prior_weight
+
+    @staticmethod
+    def _pairs(X: Sequence[ServeSample], values: dict[str, float]) -> np.ndarray:
+        from models.serving import predict_serving
+
+        eff = Efficiencies.model_construct(**values)
+        out = np.empty((len(X), 3))
+        for i, (c, a, p) in enumerate(X):
+            pred = predict_serving(c, a, p, eff)
+            out[i] = (pred.prefill_s, pred.decode_step_s, pred.e2e_output_tokens_per_s or np.nan)
+        return out
+
+    def fit(self, X: Sequence[ServeSample], y: Sequence[tuple[float | None, ...]]) -> "ServingCorrection":
+        prior = self.prior or Efficiencies()
+        base = prior.model_dump()
+        y_arr = np.array([[np.nan if v is None else v for v in row] for row in y], dtype=float)
+        mask = np.isfinite(y_arr) & (y_arr > 0)
+        if len(X) == 0 or not mask.any():
+            raise ValueError("no serving measurements with a prefill or decode time to fit")
+        z0 = np.array([_to_z(n, base[n]) for n in self.params])
+        w = math.sqrt(self.prior_weight)
+
+        def values(z: np.ndarray) -> dict[str, float]:
+            v = dict(base)
+            v.update({n: _from_z(n, zi) for n, zi in zip(self.params, z)})
+            return v
+
+        def residuals(z: np.ndarray) -> np.ndarray:
+            pred = self._pairs(X, values(z))
+            pred = np.where(mask, pred, 1.0)
+            return np.concatenate([(np.log(pred) - np.log(np.where(mask, y_arr, 1.0)))[mask], w * (z - z0)])
+
+        sol = least_squares(residuals, z0, method="trf", max_nfev=40 * len(z0), diff_step=1e-3)
+        self.efficiencies_ = Efficiencies(**values(sol.x))
+        pred = self._pairs(X, self.efficiencies_.model_dump())
+        self.n_samples_ = len(X)
+        self.train_mape_ = float(np.mean(np.abs(pred[mask] - y_arr[mask]) / y_arr[mask]))
+        return self
+
+    def predict(self, X: Sequence[ServeSample]) -> np.ndarray:
+        eff = getattr(self, "efficiencies_", None)
+        if eff is None:
+            raise RuntimeError("ServingCorrection is not fitted; call fit first")
+        return self._pairs(X, eff.model_dump())

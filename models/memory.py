@@ -78,9 +78,9 @@ def model_state_bytes(s: TrainSetup) -> ModelStates:
     z = s.zero
     largest = s.params.largest_module * 4  # DeepSpeed's largest_layer_memory
     if z == 0:
-        # bf16 without ZeRO runs DeepSpeed's BF16_Optimizer: an fp32 gradient accumulation buffer and
-        # an fp32 master + Adam moments partitioned over the data-parallel ranks.
-        return ModelStates(t * half + frozen, 0.0, t * 4.0, t * 4.0, t * 12.0 / n, 0.0)
+        # bf16 without ZeRO runs DeepSpeed's BF16_Optimizer: 16-bit gradients, an fp32 accumulation
+        # buffer, and an fp32 master + Adam moments partitioned over the data-parallel ranks.
+        return ModelStates(t * half + frozen, 0.0, t * (half + 4.0), t * (half + 4.0), t * 12.0 / n, 0.0)
     if z in (1, 2):
         if s.offload_optimizer:  # gradients stream to the host bucket by bucket
             return ModelStates(t * half + frozen, 0.0, 0.0, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE)

@@ -13,9 +13,21 @@ from dataclasses import dataclass
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, TrainCase
 from models.architecture import attention_flops, linears
-from models.roofline import ceilings
-from models.setup import QUANT_BYTES, derive
-from models.step_time import _elementwise_bytes_per_token_layer, gemm_efficiency
+from models.roofline import Ceilings, ceilings
+from models.setup import QUANT_BYTES, TrainSetup, derive
+
+
+def gemm_efficiency(tokens: float, eff: Efficiencies) -> float:
+    return eff.gemm_eff_max * tokens / (tokens + eff.gemm_half_tokens)
+
+
+def elementwise_bytes_per_token_layer(s: TrainSetup) -> float:
+    """Forward bytes of the memory-bound ops of one layer: norms, RoPE, residuals, SwiGLU."""
+    a = s.arch
+    h, hq, kv = a.hidden_size, a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
+    i = a.intermediate_size * a.num_experts_per_tok
+    return 2 * 20.0 * h + 12.0 * (hq + kv) + 2 * 6.0 * h + 10.0 * i
+
 
 ELEMENTWISE_NAME = "norms, RoPE, SwiGLU, residuals"
 
@@ -41,13 +53,16 @@ class Operator:
 
 
 def layer_operators(case: TrainCase, arch: ModelArch, platform: PlatformSpec, eff: Efficiencies) -> list[Operator]:
-    """Every operator of one layer forward (and the LM head) for ``case``, with FLOPs, bytes and time.
+    """Every operator of one layer forward (and the LM head) for ``case``, with FLOPs, bytes and time."""
+    return training_operators(derive(case, arch, platform), eff, ceilings(platform, eff))
 
-    Elementwise FLOPs are an estimate (RMSNorm ~4, RoPE ~3, residual 1, SwiGLU ~5 per element); their
-    bytes and time are the step-time model's.
+
+def training_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Operator]:
+    """The operators of one layer forward and the LM head: what ``models.step_time`` sums.
+
+    Elementwise FLOPs are an estimate (RMSNorm ~4, RoPE ~3, residual 1, SwiGLU ~5 per element).
     """
-    s = derive(case, arch, platform)
-    c = ceilings(platform, eff)
+    case = s.case
     a, T = s.arch, s.tokens
     bw = c.memory_bps * eff.memory_eff
     w_bytes = QUANT_BYTES[case.quantization]
@@ -59,7 +74,7 @@ def layer_operators(case: TrainCase, arch: ModelArch, platform: PlatformSpec, ef
         if case.quantization == "int8":
             t *= eff.int8_matmul_slowdown
         elif case.quantization == "nf4":
-            t += lin.params * eff.dequant_bytes_per_param / bw
+            t += lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
         nbytes = lin.params * w_bytes + 2.0 * rows * (lin.in_features + lin.out_features)
         ops.append(Operator(lin.name, "matmul", flops, nbytes, t))
         if s.is_lora and lin.name in case.lora_targets:
@@ -76,7 +91,7 @@ def layer_operators(case: TrainCase, arch: ModelArch, platform: PlatformSpec, ef
         scores = case.micro_batch_size * a.num_attention_heads * case.seq_len**2
         ops.append(Operator("attention QKᵀ, AV (eager)", "attention", att, qkvo + 4.0 * scores, att / (c.matmul_flops * ge)))
         ops.append(Operator("softmax, mask (eager scores)", "elementwise", 5.0 * scores, 14.0 * scores, 14.0 * scores / bw))
-    ew_bytes = _elementwise_bytes_per_token_layer(s) * T
+    ew_bytes = elementwise_bytes_per_token_layer(s) * T
     i = a.intermediate_size * a.num_experts_per_tok
     ew_flops = T * (2 * 4.0 * a.hidden_size + 3.0 * (hq + kv) + 2 * 1.0 * a.hidden_size + 5.0 * i)
     ops.append(Operator(ELEMENTWISE_NAME, "elementwise", ew_flops, ew_bytes, ew_bytes / bw))

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec, Profile
 from knowledge.units import GBps, TFLOP
-from models.step_time import Ceilings
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The roofline of one GPU and its server: compute, memory, links, host."""
+
+    matmul_flops: float  # FLOP/s, dense 16-bit
+    memory_bps: float  # bytes/s
+    link_bps: float  # per-GPU one-direction collective link, bytes/s (0 for one GPU)
+    link_eff: float
+    pcie_bps: float
+    cpu_cores: int
 
 
 def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:

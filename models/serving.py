@@ -25,7 +25,9 @@ from models.architecture import attention_flops, linears, param_counts
 from models.memory import usable_gib
 from models.roofline import apply_profile, ceilings
 from models.setup import QUANT_BYTES
-from models.step_time import KERNELS_PER_LAYER_FWD, KERNELS_PER_QUANT_LINEAR, Ceilings, _soft_max, gemm_efficiency
+from models.operators import gemm_efficiency
+from models.roofline import Ceilings
+from models.step_time import KERNELS_PER_LAYER_FWD, KERNELS_PER_QUANT_LINEAR, _soft_max
 
 QUANT_NAME = {16: "none", 8: "int8", 4: "nf4"}
 COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")  # output split over TP ranks
@@ -266,10 +268,13 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ef
     ttft = tpot = e2e = None
     if case.output_len:
         # the prefill yields the first token; output_len - 1 generate steps follow at growing kv_len
+        # decode steps replayed from a CUDA graph on a static cache, as an optimised engine (and our
+        # probe, probes.serve_step) runs them
         steps = case.output_len - 1
-        tpot = mean_decode_s(lambda k: decode_generate_s(s, B, k), P + 1, steps) if steps else decode_generate_s(s, B, P)
+        tpot = mean_decode_s(lambda k: decode_graph_s(s, B, k), P + 1, steps) if steps else decode_graph_s(s, B, P)
         ttft = prefill_s
-        e2e = B * case.output_len / (prefill_s + eff.generate_token_overhead_s + steps * tpot)
+        # plus the host's work between steps (sampling, the next input), a fitted per-step overhead
+        e2e = B * case.output_len / (prefill_s + steps * (tpot + eff.generate_token_overhead_s))
     context = max(kv + 1, P + (case.output_len or 0))
     w, kv_b, act = weight_bytes(s), B * context * arch.num_hidden_layers * s.kv_bytes_per_token_layer, B * activation_bytes_per_seq(s, P)
     peak = fixed_bytes(s) + kv_b + act

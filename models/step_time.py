@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.units import GBps, TFLOP
-from models.architecture import attention_flops, linears
+from models.operators import training_operators
+from models.roofline import Ceilings
 from models.setup import TrainSetup
 
 # Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~7 kernels, RoPE ~12,
@@ -21,18 +21,6 @@ KERNELS_EAGER_ATTENTION = 6
 KERNELS_PER_LORA_TARGET = 4
 KERNELS_PER_QUANT_LINEAR = 2
 MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    """The roofline of one GPU and its server: compute, memory, links, host."""
-
-    matmul_flops: float  # FLOP/s, dense 16-bit
-    memory_bps: float  # bytes/s
-    link_bps: float  # per-GPU one-direction collective link, bytes/s (0 for one GPU)
-    link_eff: float
-    pcie_bps: float
-    cpu_cores: int
 
 
 @dataclass(frozen=True)
@@ -49,18 +37,6 @@ class StepTime:
         return self.forward + self.backward + self.optimizer + self.communication + self.offload + self.overhead
 
 
-def gemm_efficiency(tokens: float, eff: Efficiencies) -> float:
-    return eff.gemm_eff_max * tokens / (tokens + eff.gemm_half_tokens)
-
-
-def _elementwise_bytes_per_token_layer(s: TrainSetup) -> float:
-    """Forward bytes of the memory-bound ops of one layer: norms, RoPE, residuals, SwiGLU."""
-    a = s.arch
-    h, hq, kv = a.hidden_size, a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
-    i = a.intermediate_size * a.num_experts_per_tok
-    return 2 * 20.0 * h + 12.0 * (hq + kv) + 2 * 6.0 * h + 10.0 * i
-
-
 @dataclass(frozen=True)
 class _Pass:
     gpu_s: float
@@ -68,35 +44,16 @@ class _Pass:
 
 
 def _forward_pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = False) -> _Pass:
-    """One forward of one micro-batch on one rank."""
-    a, case, T = s.arch, s.case, s.tokens
-    ge = gemm_efficiency(T * a.num_experts_per_tok / a.num_local_experts, eff)
-    t = 0.0
-    for lin in linears(a):
-        g = lin.flops(T) / (c.matmul_flops * gemm_efficiency(T * lin.tokens_fraction, eff))
-        if case.quantization == "int8":
-            g *= eff.int8_matmul_slowdown
-        elif case.quantization == "nf4":
-            g += lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
-        t += g
-        if s.is_lora and lin.name in case.lora_targets:  # thin adapter GEMMs are bandwidth-bound
-            t += 4.0 * T * (lin.in_features + lin.out_features) / (c.memory_bps * eff.memory_eff) * lin.experts
-    att = attention_flops(a, case.micro_batch_size, case.seq_len, causal_skip=case.flash_attention)
-    if case.flash_attention:
-        t += att / (c.matmul_flops * eff.attention_eff)
-    else:
-        scores = case.micro_batch_size * a.num_attention_heads * case.seq_len**2
-        t += att / (c.matmul_flops * ge) + 14.0 * scores / (c.memory_bps * eff.memory_eff)
-    t += _elementwise_bytes_per_token_layer(s) * T / (c.memory_bps * eff.memory_eff)
+    """One forward of one micro-batch on one rank: the operators of ``models.operators``, summed."""
+    a, case = s.arch, s.case
+    ops = training_operators(s, eff, c)
+    t = a.num_hidden_layers * sum(op.time_s for op in ops if op.per_layer)
     kernels = KERNELS_PER_LAYER_FWD + (0 if case.flash_attention else KERNELS_EAGER_ATTENTION)
     kernels += KERNELS_PER_LORA_TARGET * len(case.lora_targets) * s.is_lora
     kernels += KERNELS_PER_QUANT_LINEAR * 7 * (case.quantization != "none")
-    t *= a.num_hidden_layers
     kernels *= a.num_hidden_layers
     if not layers_only:
-        head = 2.0 * T * a.hidden_size * a.vocab_size / (c.matmul_flops * gemm_efficiency(T, eff))
-        loss = 20.0 * T * a.vocab_size / (c.memory_bps * eff.memory_eff)
-        t += head + loss
+        t += sum(op.time_s for op in ops if not op.per_layer)
         kernels += 20
     return _Pass(t, kernels)
 

@@ -105,7 +105,7 @@ def compare(
     try:
         pa, pb = resolve_platform(hardware), resolve_platform(vs)
         arch = resolve_model(json.loads(model) if model.lstrip().startswith("{") else model)
-        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(), batches, seqs, phase)
+        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(task="serve"), batches, seqs, phase)
     except (AdvisorError, json.JSONDecodeError) as e:
         fail(str(e))
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()

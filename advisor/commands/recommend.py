@@ -76,7 +76,7 @@ def recommend(
         if task == Task.serve:
             from advisor.serve_recommend import recommend_serve
 
-            recommend_serve(hardware, arch_model, eff, prof, top=top, prompt_len=prompt_len, output_len=output_len,
+            recommend_serve(hardware, arch_model, load_efficiencies(task="serve"), prof, top=top, prompt_len=prompt_len, output_len=output_len,
                             max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json)
             return
         engines = tuple(e.strip() for e in engine.split(","))
