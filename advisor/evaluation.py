@@ -28,9 +28,11 @@ GROUPINGS = ("gpu", "platform", "model", "dataset")
 
 
 @dataclass(frozen=True)
-class Row:
+class _Measured:
+    """A measurement with its case resolved: what a held-out fit groups, fits on and predicts."""
+
     m: Measurement
-    case: TrainCase
+    case: Any
     arch: ModelArch
     platform: PlatformSpec
 
@@ -40,6 +42,11 @@ class Row:
     @property
     def sample(self):
         return (self.case, self.arch, self.platform)
+
+
+@dataclass(frozen=True)
+class Row(_Measured):
+    case: TrainCase
 
     @property
     def has_throughput(self) -> bool:
@@ -140,18 +147,8 @@ def regrets(pairs: Sequence[tuple[Row, float]]) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class ServeRow:
-    m: Measurement
+class ServeRow(_Measured):
     case: ServeCase
-    arch: ModelArch
-    platform: PlatformSpec
-
-    def group(self, by: str) -> str:
-        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "model": self.arch.name, "dataset": self.m.dataset}[by]
-
-    @property
-    def sample(self):
-        return (self.case, self.arch, self.platform)
 
     @property
     def target(self) -> tuple[float | None, float | None]:

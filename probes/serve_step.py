@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from knowledge.schema import Measured, ModelArch, ServeCase
-from probes.train_step import is_oom, one_line, oom_measured, peak_gib, setup_distributed
+from probes.train_step import is_oom, one_line, oom_guarded, peak_gib, setup_distributed
 
 _QUANT = {16: "none", 8: "int8", 4: "nf4"}
 
@@ -33,17 +33,7 @@ def run_serving(
         return Measured(error="kv_bits=8 not measured (needs a quantized KV cache backend)")
     info = info if info is not None else {}
     d = setup_distributed(device, need_group=False)
-    try:
-        return _run(case, arch, d, repeats, info)
-    except Exception as e:
-        if is_oom(e):
-            return oom_measured(e, d.device)
-        raise
-    finally:
-        if d.cuda:
-            import torch
-
-            torch.cuda.empty_cache()
+    return oom_guarded(d, lambda: _run(case, arch, d, repeats, info))
 
 
 def _timed(fn: Callable[[], Any], repeats: int, sync: Callable[[], None], warmup: int = 1) -> float:

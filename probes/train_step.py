@@ -151,8 +151,13 @@ def run_training(
     (summed over the micro-steps). A CUDA OOM returns ``Measured(oom=True)`` with the peak reached.
     """
     d = setup_distributed(device, need_group=case.engine == "deepspeed")
+    return oom_guarded(d, lambda: _run(case, arch, d, steps, warmup, ds_config, num_layers, phase_timing))
+
+
+def oom_guarded(d: Dist, run: Callable[[], Measured]) -> Measured:
+    """``run()``, with a CUDA out-of-memory turned into ``Measured(oom=True)`` and the cache released."""
     try:
-        return _run(case, arch, d, steps, warmup, ds_config, num_layers, phase_timing)
+        return run()
     except Exception as e:
         if is_oom(e):
             return oom_measured(e, d.device)

@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +16,7 @@ import typer
 
 from advisor.output import console, fail
 from knowledge.errors import AdvisorError
+from knowledge.store import atomic_write_bytes
 
 DEFAULT_BATCH = "1,4,16,64,256"
 DEFAULT_SEQ = "128,512,2048,8192,32768"
@@ -31,21 +30,6 @@ def _ints(text: str, flag: str) -> list[int]:
     if not values or min(values) < 1:
         fail(f"{flag} must list positive integers, got {text!r}", code=2)
     return sorted(set(values))
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, then a rename: a reader never sees half a PNG."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def heatmap_png(ratio: list[list[float]], bound: list[list[tuple[str, str]]], batch_sizes: list[int],
@@ -114,7 +98,7 @@ def compare(
     regions = describe_regions(name_a, name_b, batches, seqs, ratio, bound)
     if png is not None:
         try:
-            _atomic_write_bytes(png, heatmap_png(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase))
+            atomic_write_bytes(png, heatmap_png(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase))
         except OSError as e:
             fail(f"cannot write {str(png)!r}: {e.strerror or e}")
     if as_json:

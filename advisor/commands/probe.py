@@ -6,12 +6,13 @@ existing one is first kept as PATH.bak, and a failed run leaves both untouched.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+
+from knowledge.store import atomic_write_bytes
 
 OUT_HELP = "Profile JSON to write; an existing file is kept as PATH.bak."
 DEVICE_HELP = "cuda, cuda:N or cpu (default: cuda if available, else cpu at toy size)."
@@ -44,16 +45,7 @@ def _keep_backup(out: Path) -> Path | None:
     if not out.is_file():
         return None
     bak = out.with_name(out.name + ".bak")
-    fd, tmp = tempfile.mkstemp(prefix=f".{bak.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(out.read_bytes())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, bak)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(bak, out.read_bytes())
     return bak
 
 
