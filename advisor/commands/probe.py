@@ -66,6 +66,27 @@ def _resolve_device(device: str | None) -> str:
     return device
 
 
+def _macro_case(text: str) -> Any:
+    """Parse one --macro case (a contract training case) and resolve its architecture, or fail in one line."""
+    import json
+
+    from advisor.cases import MalformedFile, parse_case
+    from knowledge.catalog import resolve_model
+    from knowledge.errors import AdvisorError
+    from knowledge.schema import TrainCase
+
+    try:
+        obj = json.loads(text if text.strip().startswith("{") else Path(text).read_text())
+        case = parse_case(obj)
+        if not isinstance(case, TrainCase):
+            _fail(f"--macro {case.id!r}: macro probes run training cases")
+        return case, resolve_model(case.model)
+    except (OSError, json.JSONDecodeError) as e:
+        _fail(f"--macro is neither inline JSON nor a readable JSON file: {e}")
+    except (MalformedFile, AdvisorError) as e:
+        _fail(f"--macro: {e}")
+
+
 def _summary(profile: Any) -> Any:
     """A Rich table of the measured ceilings."""
     from rich.table import Table
@@ -94,6 +115,10 @@ def _summary(profile: Any) -> Any:
         if pts:
             best = max(pts, key=lambda p: p.busbw_gbs)
             t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.4g} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+    for m in profile.macro:
+        r = m.measured
+        value = r.error or f"{r.tokens_per_s:,.0f} tokens/s" + (f", {r.peak_mem_gib:.1f} GiB" if r.peak_mem_gib else "")
+        t.add_row(f"macro {m.case.get('id')} (extrapolated)", value)
     return t
 
 
@@ -101,6 +126,8 @@ def probe(
     quick: bool = typer.Option(False, "--quick", help="A subset that takes about a minute on one GPU."),
     out: Path = typer.Option(Path("profile.json"), "--out", help=OUT_HELP),
     device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
+    macro: list[str] = typer.Option([], "--macro", help="A training case (inline JSON or file) to run at 1 and 2 "
+                                    "layers of the real model and extrapolate by layer count; repeatable."),
 ) -> None:
     """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings."""
     from rich.console import Console
@@ -111,6 +138,7 @@ def probe(
 
     _check_writable(out)
     device = _resolve_device(device)
+    macro_cases = [_macro_case(m) for m in macro]
     messages: list[str] = []
     err = Console(stderr=True)
     try:
@@ -125,6 +153,14 @@ def probe(
                     bar.update(task, description=msg, completed=frac)
 
             profile = run_profile(quick=quick, device=device, progress=progress)
+            if macro_cases:
+                from probes.macro import macro_probe
+
+                rows = []
+                for i, (case, arch) in enumerate(macro_cases):
+                    bar.update(task, description=f"macro probe {case.id} ({i + 1}/{len(macro_cases)})")
+                    rows.append(macro_probe(case, arch, device=device))
+                profile = profile.model_copy(update={"macro": rows})
     except KeyboardInterrupt:
         typer.echo("advisor probe: interrupted; nothing written", err=True)
         raise typer.Exit(130)
