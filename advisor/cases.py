@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -94,3 +95,17 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
         except AdvisorError as e:
             out.append((n, obj, None, str(e)))
     return out
+
+
+def case_from_arg(text: str) -> TrainCase | ServeCase:
+    """One case given on the command line: inline JSON (starts with ``{``) or a path to a JSON file.
+
+    Raises MalformedFile (unreadable, not JSON, wrong types) or AdvisorError (unsupported values).
+    """
+    try:
+        obj = json.loads(text if text.strip().startswith("{") else Path(text).read_text())
+    except (OSError, ValueError, RecursionError) as e:
+        raise MalformedFile(f"neither inline JSON nor a readable JSON file ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
+    if not isinstance(obj, dict):
+        raise MalformedFile(f"expected a JSON object, got {type(obj).__name__}")
+    return parse_case(obj)

@@ -26,7 +26,7 @@ def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:
         "nvswitch": eff.link_eff_nvswitch,
         "nvlink-pairs": eff.link_eff_pcie,
         "pcie": eff.link_eff_pcie,
-        "pcie-no-p2p": eff.link_eff_pcie_no_p2p,
+        "pcie-no-p2p": eff.link_eff_pcie,
         "single": 1.0,
     }[platform.interconnect]
 
@@ -62,6 +62,6 @@ def apply_profile(eff: Efficiencies, platform: PlatformSpec, profile: Profile | 
         upd["cpu_adam_gparams_per_core_s"] = profile.cpu_adam_gparams_per_s / max(platform.host.cpu_cores, 1)
     big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20]
     if big and platform.count > 1 and platform.link_gbs > 0:
-        key = {"nvswitch": "link_eff_nvswitch", "pcie-no-p2p": "link_eff_pcie_no_p2p"}.get(platform.interconnect, "link_eff_pcie")
+        key = "link_eff_nvswitch" if platform.interconnect == "nvswitch" else "link_eff_pcie"
         upd[key] = min(1.0, max(p.busbw_gbs for p in big) / platform.link_gbs)
     return eff.model_copy(update=upd)

@@ -24,14 +24,10 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
     from knowledge.efficiency import load_efficiencies
 
     if case_json:
-        from advisor.cases import MalformedFile, parse_case
+        from advisor.cases import MalformedFile, case_from_arg
 
         try:
-            obj = json.loads(case_json if case_json.strip().startswith("{") else Path(case_json).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            fail(f"--case is neither inline JSON nor a readable JSON file: {e}", code=2)
-        try:
-            return parse_case(obj).model_dump()
+            return case_from_arg(case_json).model_dump()
         except MalformedFile as e:
             fail(f"--case: {e}", code=2)
     if task not in ("pretrain", "finetune"):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -43,7 +42,7 @@ def deepspeed_config_cmd(
     out: Path = typer.Option(Path("ds_config.json"), "--out", help="Where to write the JSON."),
 ) -> None:
     """Write the DeepSpeed JSON of a configuration and say how to launch it."""
-    from advisor.cases import MalformedFile, parse_case
+    from advisor.cases import MalformedFile, case_from_arg, parse_case
     from advisor.train_recommend import usage_note
     from advisor.search import Candidate
     from knowledge.catalog import resolve_platform
@@ -55,11 +54,7 @@ def deepspeed_config_cmd(
 
     try:
         if case:
-            try:
-                obj = json.loads(case if case.strip().startswith("{") else Path(case).read_text())
-            except (OSError, json.JSONDecodeError) as e:
-                fail(f"--case is neither inline JSON nor a readable JSON file: {e}", code=2)
-            c = parse_case(obj)
+            c = case_from_arg(case)
         else:
             fields = dict(id="cli", hardware=hardware, model=model, task=task, zero_stage=zero_stage, offload=offload,
                           recompute=recompute, micro_batch_size=micro_batch_size, grad_accum=grad_accum, gpus=gpus)

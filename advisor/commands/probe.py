@@ -68,21 +68,16 @@ def _resolve_device(device: str | None) -> str:
 
 def _macro_case(text: str) -> Any:
     """Parse one --macro case (a contract training case) and resolve its architecture, or fail in one line."""
-    import json
-
-    from advisor.cases import MalformedFile, parse_case
+    from advisor.cases import MalformedFile, case_from_arg
     from knowledge.catalog import resolve_model
     from knowledge.errors import AdvisorError
     from knowledge.schema import TrainCase
 
     try:
-        obj = json.loads(text if text.strip().startswith("{") else Path(text).read_text())
-        case = parse_case(obj)
+        case = case_from_arg(text)
         if not isinstance(case, TrainCase):
             _fail(f"--macro {case.id!r}: macro probes run training cases")
         return case, resolve_model(case.model)
-    except (OSError, json.JSONDecodeError) as e:
-        _fail(f"--macro is neither inline JSON nor a readable JSON file: {e}")
     except (MalformedFile, AdvisorError) as e:
         _fail(f"--macro: {e}")
 
