@@ -17,7 +17,7 @@ from models.roofline import apply_profile
 
 def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile: Profile | None, *, top: int,
                     prompt_len: int, output_len: int, max_tpot_ms: float | None, max_ttft_ms: float | None,
-                    as_json: bool) -> None:
+                    as_json: bool, requests: int | None = None) -> None:
     platform = resolve_platform(hardware)
     arch = resolve_model(model)
     eff = apply_profile(efficiencies_for(platform, eff), platform, profile)
@@ -32,8 +32,15 @@ def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile
                      "e2e_output_tokens_per_s": p.e2e_output_tokens_per_s, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
                      "decode_step_s": p.decode_step_s, "prefill_s": p.prefill_s, "peak_mem_gib": p.peak_mem_gib,
                      "fits": p.fits, "why": it["why"]})
+    burst = None
+    if requests and rows:  # the top pick's configuration serving a burst of identical requests
+        from models.serving import continuous_batching
+
+        c = rows[0]["configuration"]
+        burst = continuous_batching(arch, platform, eff, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
+                                    kv_bits=c["kv_bits"], tensor_parallel=c["tensor_parallel"])
     if as_json:
-        print(json.dumps({**header, "recommendations": rows, "nothing_fits": not rows}, indent=2))
+        print(json.dumps({**header, "recommendations": rows, "nothing_fits": not rows, "burst": burst}, indent=2))
         return
     if not rows:
         console.print(f"[bold red]Nothing fits or meets the limits[/] for {arch.name} on {platform.id}; "
@@ -50,3 +57,7 @@ def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile
                   f"{r['e2e_output_tokens_per_s']:,.0f}", f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}",
                   f"{r['peak_mem_gib']:.1f}", r["why"].split("; ", 1)[-1])
     console.print(t)
+    if burst:
+        console.print(f"{requests} requests at once (continuous batching, {burst['batch_size']} running, {burst['waves']} waves): "
+                      f"{burst['total_s']:.1f} s, {burst['output_tokens_per_s']:,.0f} output tokens/s, "
+                      f"mean TTFT {burst['mean_ttft_s']:.2f} s, TPOT {burst['tpot_s'] * 1e3:.1f} ms")

@@ -317,7 +317,8 @@ def continuous_batching(arch: ModelArch, platform: PlatformSpec, eff: Efficienci
     def wave_s(b: int) -> tuple[float, float]:
         prefill = eager_s(pass_time(s, b, prompt_len, 0, decode=False), eff)
         steps = output_len - 1
-        return prefill, (steps * mean_decode_s(lambda k: step(b, k), prompt_len + 1, steps) if steps else 0.0)
+        per_step = eff.generate_token_overhead_s if cuda_graph else 0.0  # host work between replays
+        return prefill, (steps * (mean_decode_s(lambda k: step(b, k), prompt_len + 1, steps) + per_step) if steps else 0.0)
 
     full, rest = divmod(n_requests, batch)
     t, ttft_sum = 0.0, 0.0

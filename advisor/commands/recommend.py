@@ -61,6 +61,7 @@ def recommend(
     output_len: int = typer.Option(256, "--output-len", min=1, help="serve: generated tokens."),
     max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, help="serve: limit on time per output token."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", min=0.0, help="serve: limit on time to first token."),
+    requests: Optional[int] = typer.Option(None, "--requests", min=1, help="serve: also predict this many requests arriving at once (continuous batching)."),
     out_dir: Path = typer.Option(Path("advisor-out"), "--out-dir", help="Where the top pick's DeepSpeed JSON is written."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
@@ -77,7 +78,7 @@ def recommend(
             from advisor.serve_recommend import recommend_serve
 
             recommend_serve(hardware, arch_model, load_efficiencies(task="serve"), prof, top=top, prompt_len=prompt_len, output_len=output_len,
-                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json)
+                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests)
             return
         engines = tuple(e.strip() for e in engine.split(","))
         bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
