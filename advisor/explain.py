@@ -55,13 +55,13 @@ def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -
     return f"{gap:.0%} slower than #1, mostly {worst} time per token; {head}"
 
 
-def alternatives(spec, evaluator_factory, base_knobs: dict[str, Any]) -> list[dict[str, Any]]:
+def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
     """When nothing fits, try the usual levers one at a time and report those that would fit.
 
     ``evaluator_factory(spec)`` builds an Evaluator for a modified spec; errors (e.g. an impossible
     GPU count) just drop that option.
     """
-    from advisor.search import Evaluator, configurations
+    from advisor.search import Evaluator
 
     ideas: list[tuple[str, Any]] = []
     ev0: Evaluator = evaluator_factory(spec)
@@ -81,11 +81,7 @@ def alternatives(spec, evaluator_factory, base_knobs: dict[str, Any]) -> list[di
             ev = evaluator_factory(s)
         except AdvisorError:
             continue
-        best = None
-        for knobs in configurations(s, ev.gpus):
-            c = ev.evaluate(knobs)
-            if c and (best is None or c.prediction.tokens_per_s > best.prediction.tokens_per_s):
-                best = c
+        best = ev.best()
         if best:
             out.append({"change": label, "configuration": describe(best.case), "tokens_per_s": best.prediction.tokens_per_s,
                         "peak_mem_gib": best.prediction.peak_mem_gib})

@@ -110,6 +110,15 @@ class Evaluator:
     def memory_gib(self, case: TrainCase) -> float:
         return training_memory(derive(case, self.arch, self.platform), self.eff).peak / GiB
 
+    def best(self) -> Candidate | None:
+        """The fastest fitting configuration of the whole space, by plain enumeration."""
+        best = None
+        for knobs in configurations(self.spec, self.gpus):
+            c = self.evaluate(knobs)
+            if c and (best is None or c.prediction.tokens_per_s > best.prediction.tokens_per_s):
+                best = c
+        return best
+
     def evaluate(self, knobs: dict[str, Any]) -> Candidate | None:
         """The prediction for one configuration, or None when it cannot fit."""
         key = tuple(sorted(knobs.items()))
@@ -242,10 +251,4 @@ def _best_knobs(study) -> dict[str, Any] | None:
 
 def exhaustive_best(spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> Candidate | None:
     """The best fitting configuration by plain enumeration (the benchmark's reference)."""
-    ev = Evaluator(spec, eff, profile)
-    best = None
-    for knobs in configurations(spec, ev.gpus):
-        c = ev.evaluate(knobs)
-        if c and (best is None or c.prediction.tokens_per_s > best.prediction.tokens_per_s):
-            best = c
-    return best
+    return Evaluator(spec, eff, profile).best()

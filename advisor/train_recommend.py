@@ -126,7 +126,7 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator) -
 def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_json: bool) -> None:
     """Exit 0 with what would fit: more GPUs, QLoRA, shorter sequences, and the leanest option now."""
     lean = smallest_footprint(ev)
-    options = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile), {})
+    options = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile))
     lean_d = None
     if lean:
         from models.training import predict_training

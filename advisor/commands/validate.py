@@ -26,7 +26,8 @@ def _status(msg: str):
 def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
     """Every accuracy figure of the project, computed on held-out groups only (throughput)."""
     from advisor.calibrate import measurements
-    from advisor.evaluation import fit_correction, fit_verdicts, held_out_throughput, mape, memory_pairs, regrets, training_rows
+    from advisor.evaluation import fit_verdicts, held_out_throughput, mape, memory_pairs, regrets, training_rows
+    from knowledge.efficiency import load_efficiencies
 
     ms, problems = measurements(data)
     rows, skipped = training_rows(ms)
@@ -42,9 +43,10 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
         groups.append({"group": g, "n": len(pm), "mape_tokens_per_s": mape(pm)})
         for r, p in pairs:
             by_dataset.setdefault(r.m.dataset, []).append((p, r.m.measured.tokens_per_s))
-    full = fit_correction(rows)  # memory and fit verdicts use no fitted parameter; efficiencies only set times
-    mem = memory_pairs(rows, full.efficiencies_)
-    verdicts = fit_verdicts(rows, full.efficiencies_)
+    # memory and the fit verdict use no fitted parameter (efficiencies only set times): no fit needed
+    eff = load_efficiencies()
+    mem = memory_pairs(rows, eff)
+    verdicts = fit_verdicts(rows, eff)
     reg = regrets(all_pairs)
     return {
         "data": data, "holdout": holdout, "rows": len(rows), "skipped": len(skipped) + len(problems),
