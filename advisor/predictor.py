@@ -61,6 +61,13 @@ def efficiencies_for(platform: PlatformSpec, eff: Efficiencies | None = None) ->
     return Efficiencies(**platform_values(eff.model_dump(), platform, factors))
 
 
+def local_efficiencies(platform: PlatformSpec, eff: Efficiencies, profile: Profile | None = None) -> Efficiencies:
+    """What a prediction on ``platform`` uses: the fit, the platform's learned factors, then the probes."""
+    from models.roofline import apply_profile
+
+    return apply_profile(efficiencies_for(platform, eff), platform, profile)
+
+
 class Predictor:
     """Predicts contract cases with the bundled (fitted) efficiencies, adjusted by a probe profile."""
 

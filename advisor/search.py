@@ -20,7 +20,6 @@ from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, Profile, TrainCase, TrainPrediction
 from knowledge.units import GiB
 from models.memory import training_memory, usable_gib
-from models.roofline import apply_profile
 from models.setup import derive
 from models.training import predict_training
 
@@ -100,9 +99,9 @@ class Evaluator:
         self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus)
         self.arch: ModelArch = resolve_model(spec.model)
         self.gpus = spec.gpus or self.platform.count
-        from advisor.predictor import efficiencies_for
+        from advisor.predictor import local_efficiencies
 
-        self.eff = apply_profile(efficiencies_for(self.platform, eff), self.platform, profile)
+        self.eff = local_efficiencies(self.platform, eff, profile)
         self.profile = profile
         self.cache: dict[tuple, Candidate | None] = {}
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)

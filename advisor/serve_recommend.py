@@ -7,12 +7,11 @@ import json
 from rich.table import Table
 
 from advisor.output import console
-from advisor.predictor import efficiencies_for
+from advisor.predictor import local_efficiencies
 from advisor.serve_search import recommend_serving
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import Profile
-from models.roofline import apply_profile
 
 
 def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile: Profile | None, *, top: int,
@@ -20,7 +19,7 @@ def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile
                     as_json: bool, requests: int | None = None) -> None:
     platform = resolve_platform(hardware)
     arch = resolve_model(model)
-    eff = apply_profile(efficiencies_for(platform, eff), platform, profile)
+    eff = local_efficiencies(platform, eff, profile)
     items = recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len,
                               max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, top=top)
     header = {"hardware": platform.id, "gpu": platform.gpu.name, "model": arch.name, "task": "serve",

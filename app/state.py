@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from advisor.cases import parse_case
-from advisor.predictor import Predictor, efficiencies_for
+from advisor.predictor import Predictor, efficiencies_for, local_efficiencies
 from knowledge.catalog import gpus, models, named_platforms, resolve_model, resolve_platform
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
 
@@ -122,12 +122,11 @@ def train_search(hardware: str, model: str, task: str, gpus: int | None, seq_len
 @st.cache_data(show_spinner="Searching serving configurations…", max_entries=64)
 def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, top: int = 10) -> Result:
     from advisor.serve_search import recommend_serving
-    from models.roofline import apply_profile
 
     try:
         platform = resolve_platform(hardware)
         arch = resolve_model(json.loads(model))
-        eff = apply_profile(efficiencies_for(platform, load_efficiencies(task="serve")), platform, None)
+        eff = local_efficiencies(platform, load_efficiencies(task="serve"))
         return recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len, top=top), None
     except ValueError as e:
         return None, one_line(e)
