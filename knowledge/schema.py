@@ -283,6 +283,9 @@ class Environment(Strict):
     bitsandbytes: str | None = None
     date: str
     command: str
+    cpu_cores: int | None = None
+    host_ram_gib: float | None = None  # usable host RAM (cgroup limit or MemTotal)
+    omp_threads: int | None = None  # torch.get_num_threads() of rank 0: what CPU Adam runs on
 
 
 class Measured(Strict):
@@ -300,6 +303,11 @@ class Measured(Strict):
     decode_step_s: float | None = None
     e2e_output_tokens_per_s: float | None = None
     error: str | None = None  # why the run failed, when it did not produce numbers
+    # how it failed: out of GPU memory, killed by the host (signal 9 with host RAM at its limit), ran past
+    # its wall limit, or anything else
+    failure: Literal["device_oom", "host_oom", "timeout", "crash"] | None = None
+    host_peak_gib: float | None = None  # rise of the node's used RAM (MemTotal - MemAvailable) over the run
+    host_rss_gib: float | None = None  # peak resident set, summed over the ranks of the node
 
 
 class Measurement(Strict):
@@ -340,6 +348,16 @@ class CollectivePoint(Strict):
     busbw_gbs: float  # nccl-tests convention
 
 
+class HostProbe(Strict):
+    """The host as `advisor probe` read it."""
+
+    cpu_cores: int
+    mem_total_gib: float
+    mem_available_gib: float
+    cgroup_limit_gib: float | None = None
+    usable_ram_gib: float
+
+
 class Profile(Strict):
     """Ceilings measured on the local GPUs; they replace catalog numbers in the performance model."""
 
@@ -356,6 +374,9 @@ class Profile(Strict):
     h2d_gbs: float | None = None  # pinned host -> device
     d2h_gbs: float | None = None
     cpu_adam_gparams_per_s: float | None = None  # DeepSpeed CPU Adam, all cores of this process
+    cpu_adam_impl: str | None = None  # which optimizer that rate is of
+    cpu_adam_threads: int | None = None  # the threads it ran on
+    host: HostProbe | None = None
     attention: list[AttentionPoint] = []
     collectives: list[CollectivePoint] = []
     macro: list[Measurement] = []
