@@ -60,6 +60,17 @@ def named_platforms() -> dict[str, dict[str, Any]]:
     return {p["id"]: p for p in json.loads(path.read_text())["platforms"]}
 
 
+@lru_cache(maxsize=1)
+def hub_ids() -> dict[str, ModelArch]:
+    """Catalog models by the Hugging Face repo their config came from (``qwen/qwen2.5-7b``), lower case."""
+    out: dict[str, ModelArch] = {}
+    for m in models().values():
+        first = m.source.split()[0] if m.source else ""
+        if "/" in first:
+            out[first.lower()] = m
+    return out
+
+
 def resolve_gpu(name: str) -> GPUSpec:
     g = gpus().get(name.lower())
     if g is None:
@@ -101,8 +112,33 @@ def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
     return gpu.pcie_gbs  # pcie, and NVLink bridge pairs, whose ring still crosses PCIe hops
 
 
+def _default_host(gpu: GPUSpec, count: int) -> HostSpec:
+    ram = DEFAULT_RAM_PER_GPU_MEMORY * count * gpu.memory_gib
+    return HostSpec(
+        cpu_cores=DEFAULT_CORES_PER_GPU * count,
+        host_ram_gib=float(2 ** math.ceil(math.log2(max(ram, 64)))),
+        source=f"default: {DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
+    )
+
+
+def is_platform_file(hardware: str) -> bool:
+    """Does ``hardware`` name a platform file or an inline platform object rather than a catalog id?"""
+    text = hardware.strip()
+    return text.startswith("{") or text.endswith(".json") or "/" in text
+
+
 def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpec:
-    """Parse a platform id such as ``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``."""
+    """A platform id (``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``), a platform file
+    (``box.json``) or an inline platform object (``{"gpu": "rtx4090", "count": 2, …}``)."""
+    if not isinstance(hardware, str):
+        raise AdvisorError(f"hardware must be a platform id or a platform file path, got {hardware!r}")
+    if is_platform_file(hardware):
+        from knowledge.platform_file import platform_from_spec
+
+        platform = platform_from_spec(hardware)
+        if gpus_used is not None and gpus_used > platform.count:
+            raise AdvisorError(f"gpus={gpus_used} exceeds the {platform.count} GPUs of {platform.id!r}")
+        return platform
     hw = hardware.strip().lower().replace("_", "-")
     hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
     if hw in gpus():  # checked first: 'rtx4090' would otherwise parse as GPU 'rt' x 4090
@@ -124,18 +160,27 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
         host = HostSpec(cpu_cores=named["cpu_cores"], host_ram_gib=named["host_ram_gib"], source=named.get("source", ""))
         notes = named.get("notes", "")
     else:
-        ram = DEFAULT_RAM_PER_GPU_MEMORY * count * gpu.memory_gib
-        host = HostSpec(
-            cpu_cores=DEFAULT_CORES_PER_GPU * count,
-            host_ram_gib=float(2 ** math.ceil(math.log2(max(ram, 64)))),
-            source=f"default: {DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
-        )
+        host = _default_host(gpu, count)
         notes = ""
     if gpus_used is not None and gpus_used > count:
         raise AdvisorError(f"gpus={gpus_used} exceeds the {count} GPUs of {hardware!r}")
     return PlatformSpec(
         id=hw, gpu=gpu, count=count, interconnect=interconnect, link_gbs=link_gbs(gpu, interconnect), host=host, notes=notes
     )
+
+
+def with_host(hardware: str, host_ram_gib: float | None = None, cpu_cores: int | None = None) -> str:
+    """``hardware`` with its host replaced (``--host-ram-gib``, ``--cpu-cores``), as a hardware string
+    every command and case accepts: unchanged when neither is given, else an inline platform object."""
+    if host_ram_gib is None and cpu_cores is None:
+        return hardware
+    obj: dict[str, Any] = {"platform": hardware}
+    if host_ram_gib is not None:
+        obj["host_ram_gib"] = host_ram_gib
+    if cpu_cores is not None:
+        obj["cpu_cores"] = cpu_cores
+    resolve_platform(json.dumps(obj))  # fail now, naming the bad value
+    return json.dumps(obj, sort_keys=True)
 
 
 _HF_KEYS = (
@@ -196,4 +241,71 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         except ValidationError as e:
             err = e.errors()[0]
             raise AdvisorError(f"model config {str(cfg_path)!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    if _HUB_ID_RE.match(model.strip()):
+        known = hub_ids().get(model.strip().lower())
+        return known if known else _hub_model(model.strip())
     raise unknown("model", model, models().keys())
+
+
+_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def hub_config(repo_id: str) -> dict[str, Any]:
+    """A hub model's config.json: from the local Hugging Face cache, else (when online) from the hub.
+
+    Raises AdvisorError in one line when neither has it. Only the config is read, never weights.
+    """
+    try:
+        from transformers import AutoConfig
+    except Exception as e:  # noqa: BLE001 - transformers missing or broken
+        raise AdvisorError(f"model {repo_id!r}: reading a hub id needs transformers ({type(e).__name__})") from None
+    import os
+
+    try:
+        return AutoConfig.from_pretrained(repo_id, local_files_only=True).to_dict()
+    except Exception:  # noqa: BLE001 - not in the local cache: try the hub below
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0"):
+        raise AdvisorError(f"model {repo_id!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
+                           "pass its config.json path or a catalog name")
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if not _reachable(endpoint):
+        raise AdvisorError(f"model {repo_id!r} is neither a catalog name nor in the local Hugging Face cache, and "
+                           f"{endpoint} cannot be reached; pass a config.json path or a catalog name")
+    import logging
+
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    try:
+        return AutoConfig.from_pretrained(repo_id).to_dict()
+    except Exception as e:  # noqa: BLE001 - offline, gated, misspelt: one line either way
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise AdvisorError(f"model {repo_id!r} is neither a catalog name nor in the local Hugging Face cache, and the hub "
+                           f"did not give its config ({first}); pass a config.json path or a catalog name") from None
+
+
+def _reachable(url: str, timeout_s: float = 3.0) -> bool:
+    """Can a TCP connection to ``url``'s host be opened within ``timeout_s``? (no retries, no noise)."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname or "", u.port or (443 if u.scheme == "https" else 80)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=64)
+def _hub_model(repo_id: str) -> ModelArch:
+    cfg = hub_config(repo_id)
+    if "text_config" in cfg and "hidden_size" not in cfg:  # multimodal wrappers keep the decoder here
+        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
+    missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
+    if missing:
+        raise AdvisorError(f"model {repo_id!r}: its config lacks {', '.join(missing)} (only Llama-style decoders)")
+    try:
+        return arch_from_hf_config(cfg, name=repo_id)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise AdvisorError(f"model {repo_id!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

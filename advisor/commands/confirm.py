@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -13,7 +12,29 @@ import typer
 
 from advisor.output import console, err_console, fail, warn
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own" / "confirm.jsonl"
+
+
+def default_out() -> Path:
+    """ADVISOR_HOME/measurements/confirm.jsonl: the user's rows, read after the bundled ones."""
+    from knowledge.paths import user_measurements_dir
+
+    return user_measurements_dir() / "confirm.jsonl"
+
+
+def refit_into_home() -> dict:
+    """Refit the correction on every row (bundled + ADVISOR_HOME) into ADVISOR_HOME/calibration/fitted.json.
+
+    The first refit starts from a copy of the bundled fit, so its held-out figures carry over; the
+    package's own fitted.json is never written.
+    """
+    from advisor.calibrate import refit as do_refit
+    from knowledge.paths import BUNDLED_CALIBRATION, user_calibration_path
+    from knowledge.store import atomic_write_bytes
+
+    target = user_calibration_path()
+    if not target.exists() and BUNDLED_CALIBRATION.exists():
+        atomic_write_bytes(target, BUNDLED_CALIBRATION.read_bytes())
+    return do_refit(measure_holdout=False, out=target)
 
 
 def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch: Optional[int], gpus: Optional[int],
@@ -52,7 +73,7 @@ def confirm(
     steps: int = typer.Option(8, "--steps", min=1, help="Timed optimizer steps."),
     warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed steps first."),
     timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, help="Kill the run after this long; recorded as a timeout."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Measurements file the row is appended to."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Measurements file the row is appended to (default: ADVISOR_HOME/measurements/confirm.jsonl)."),
     refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the case and the command, run nothing."),
     as_json: bool = typer.Option(False, "--json"),
@@ -75,6 +96,10 @@ def confirm(
     except AdvisorError as e:
         fail(str(e))
     n = int(picked.get("gpus") or 1)
+    if out is None:
+        from knowledge.paths import user_measurements_dir
+
+        out = default_out() if not dry_run else user_measurements_dir(create=False) / "confirm.jsonl"
     args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{hardware}", grid="confirm", device=None)
     cmd = case_command(picked, out, args)
     if dry_run:
@@ -82,34 +107,28 @@ def confirm(
         return
     if local < n:
         fail(f"the pick needs {n} GPUs, this machine has {local}{' (' + name + ')' if name else ''}")
-    result: dict = {}
+    from advisor.progress import timed_run
 
-    def work() -> None:
-        result["row"], result["took"] = run_one(picked, out, out.with_suffix(".log"), timeout_s, args)
-
-    th = threading.Thread(target=work, daemon=True)
-    th.start()
-    with err_console.status(f"running {picked['id']} on {n} GPU(s)") as st:
-        t0 = time.monotonic()
-        while th.is_alive():
-            th.join(0.5)
-            st.update(f"running {picked['id']} on {n} GPU(s): {time.monotonic() - t0:.0f} s of at most {timeout_s:.0f} s")
-    row = result.get("row") or {}
+    row, took = timed_run(lambda: run_one(picked, out, out.with_suffix(".log"), timeout_s, args),
+                          f"running {picked['id']} on {n} GPU(s)", timeout_s, disable=as_json)
+    result = {"row": row, "took": took}
+    row = row or {}
     meas = row.get("measured", {})
     report = {
         "case": picked, "seconds": result.get("took"),
         "predicted": {"tokens_per_s": pred.tokens_per_s, "peak_mem_gib": pred.peak_mem_gib, "fits": pred.fits},
-        "measured": meas,
+        "measured": meas, "row_file": str(out),
     }
     if meas.get("tokens_per_s"):
         report["error_tokens_per_s"] = pred.tokens_per_s / meas["tokens_per_s"] - 1
     if meas.get("peak_mem_gib"):
         report["error_peak_mem"] = pred.peak_mem_gib / meas["peak_mem_gib"] - 1
     if refit and meas.get("tokens_per_s"):
-        from advisor.calibrate import refit as do_refit
-
         with err_console.status("refitting the correction"):
-            report["refit"] = {k: v for k, v in do_refit(measure_holdout=False).items() if k in ("train_mape", "fitted_on")}
+            from knowledge.paths import user_calibration_path
+
+            report["refit"] = {k: v for k, v in refit_into_home().items() if k in ("train_mape", "fitted_on")}
+            report["refit_file"] = str(user_calibration_path())
     if as_json:
         print(json.dumps(report, indent=2, default=str))
         return
@@ -122,6 +141,8 @@ def confirm(
         if meas.get("peak_mem_gib"):
             console.print(f"peak GiB/GPU: measured {meas['peak_mem_gib']:.1f}, predicted {pred.peak_mem_gib:.1f} ({report['error_peak_mem']:+.0%})")
     console.print(f"row kept in {out}")
+    if report.get("refit_file"):
+        console.print(f"correction refitted into {report['refit_file']} (the package's own fit is unchanged)")
 
 
 def register(app: typer.Typer) -> None:
