@@ -11,38 +11,26 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from advisor import hints
 from advisor.explain import alternatives, describe, short_why, smallest_footprint, why
 from advisor.output import console, err_console
 from advisor.search import Candidate, Evaluator, SearchSpec, run_search
 from knowledge.efficiency import Efficiencies
-from knowledge.schema import Profile
-from knowledge.store import atomic_write_json
+from knowledge.schema import PlatformSpec, Profile
+from knowledge.store import atomic_write_json, atomic_write_text
 from models.deepspeed_config import deepspeed_config
 
 
-def launch_line(c: Candidate, gpus: int, config_path: Path) -> str:
-    case = c.case
-    if case.engine == "pytorch":
-        return f"torchrun --nproc_per_node {gpus} train.py  # plain PyTorch{' + PEFT' if case.method != 'full' else ''}, no DeepSpeed config"
-    return f"deepspeed --num_gpus {gpus} train.py --deepspeed {config_path}"
+def launch_line(c: Candidate, gpus: int, config_path: Path, platform: PlatformSpec | None = None) -> str:
+    """The launcher line, with the environment the platform needs (``advisor.hints``)."""
+    from knowledge.catalog import resolve_platform
+
+    return hints.launch_line(c.case, platform or resolve_platform(c.case.hardware, c.case.gpus), gpus, config_path)
 
 
-def usage_note(c: Candidate) -> str:
-    """How to use the config with the Hugging Face stack for this method."""
-    case = c.case
-    steps = []
-    if case.method == "qlora":
-        steps.append("load the base with BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)")
-    elif case.quantization == "int8":
-        steps.append("load the base with BitsAndBytesConfig(load_in_8bit=True)")
-    if case.method in ("lora", "qlora"):
-        steps.append(f"wrap it with peft.get_peft_model(model, LoraConfig(r={case.lora_rank}, target_modules={case.lora_targets}))")
-    if case.recompute:
-        steps.append("call model.gradient_checkpointing_enable()")
-    steps.append(f"attn_implementation='{'sdpa' if case.flash_attention else 'eager'}'")
-    if case.engine == "deepspeed":
-        steps.append("pass the JSON as TrainingArguments(deepspeed='ds_config.json', bf16=True) or to accelerate with --use_deepspeed --deepspeed_config_file")
-    return "; ".join(steps)
+def usage_note(c: Candidate, config_path: Path | str = "ds_config.json", bf16: bool = True) -> str:
+    """How to use the config with the Hugging Face stack for this method, naming the file where it was written."""
+    return "; ".join(hints.hf_usage(c.case, config_path, bf16))
 
 
 SAME = 0.01  # picks whose tokens/s and GiB/GPU agree within 1% are one row
@@ -132,22 +120,33 @@ def recommend_train(
     items = [_item(i + 1, c, best, ev, stages) for i, (c, stages) in enumerate(folded)]
     ranked = [c for c, _ in folded]
     config_path = out_dir / "ds_config.json"
-    launch = launch_line(best, ev.gpus, config_path)
+    accel_path = out_dir / "accelerate_config.yaml"
+    bf16 = ev.platform.gpu.supports_bf16
+    launch = launch_line(best, ev.gpus, config_path, ev.platform)
     if best.case.engine == "deepspeed":
         atomic_write_json(config_path, items[0]["deepspeed_config"])
+        atomic_write_text(accel_path, hints.accelerate_config(best.case, ev.gpus, config_path))
     for it, c in zip(items, ranked[:top]):
-        it["launch"] = launch_line(c, ev.gpus, config_path)
-        it["usage"] = usage_note(c)
+        it["launch"] = launch_line(c, ev.gpus, config_path, ev.platform)
+        it["launch_env"] = hints.launch_env(c.case, ev.platform, ev.gpus)
+        it["usage"] = usage_note(c, config_path, bf16)
     if as_json:
-        print(json.dumps({**header, "recommendations": items, "deepspeed_config_path": str(config_path)}, indent=2))
+        extra = {"deepspeed_config_path": str(config_path)}
+        if best.case.engine == "deepspeed":
+            extra["accelerate_config_path"] = str(accel_path)
+        print(json.dumps({**header, "recommendations": items, **extra}, indent=2))
         return
     _table(header, items, ev, wide)
-    console.print(f"[bold]Top pick[/]: {items[0]['summary']}")
+    stages = items[0]["equivalent_zero_stages"]
+    same = f" (ZeRO {'/'.join(map(str, stages))} predict the same; the config uses ZeRO-{best.case.zero_stage})" if len(stages) > 1 else ""
+    console.print(f"[bold]Top pick[/]: {describe(best.case)}{same}")
     if best.case.engine == "deepspeed":
-        console.print(f"DeepSpeed config written to [cyan]{config_path}[/]")
-    console.print(f"Launch: [green]{launch}[/]")
-    console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False)
-    console.print(f"Prove it: advisor confirm --hardware {ev.platform.id}{hardware_flags} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False)
+        console.print(f"Wrote [cyan]{config_path}[/] (DeepSpeed) and [cyan]{accel_path}[/] (accelerate)")
+    console.print(f"Launch: [green]{launch}[/]", highlight=False, soft_wrap=True)
+    if best.case.engine == "deepspeed":
+        console.print(f"   or: [green]{hints.accelerate_line(best.case, ev.platform, ev.gpus, accel_path)}[/]", highlight=False, soft_wrap=True)
+    console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False, soft_wrap=True)
+    console.print(f"Prove it: advisor confirm --hardware {ev.platform.id}{hardware_flags} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
 
 
 def plus_minus(value: float, interval: dict | None, key: str) -> str:
