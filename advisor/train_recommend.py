@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console
 from rich.table import Table
 
 from advisor import hints
@@ -180,7 +181,7 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
         cols.append(("fits", "center"))
     cols.append(("why", "left"))
     for col, just in cols:
-        t.add_column(col, justify=just, overflow="fold")
+        t.add_column(col, justify=just, no_wrap=col in ("#", "tokens/s", "GiB/GPU"))
     for it in items:
         row = [str(it["rank"]), it["summary"], plus_minus(it["tokens_per_s"], it.get("interval"), "tokens_per_s")]
         if wide:
@@ -193,7 +194,9 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
             row.append("[green]yes[/]" if it["fits"] else "[red]no[/]")
         row.append(it["why"] if wide else it["why_short"])
         t.add_row(*row)
-    console.print(t)
+    # piped or redirected, --wide means every column unwrapped; on a terminal the terminal decides
+    out = console if console.is_terminal or not wide else Console(highlight=False, width=max(console.width, 220))
+    out.print(t)
 
 
 def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_json: bool) -> None:

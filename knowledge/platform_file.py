@@ -73,10 +73,12 @@ def _gpu(value: str | dict[str, Any], where: str) -> GPUSpec:
         base["aliases"] = []
     merged = {**base, **fields}
     merged.setdefault("id", "custom")
-    merged.setdefault("name", merged["id"])
-    sources = dict(merged.get("sources", {}))
-    for k, v in merged.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in sources and k in fields:
+    if "name" not in fields:
+        merged["name"] = f"{base['name']} ({merged['id']})" if base and "id" in fields else merged.get("name", merged["id"])
+    given = dict(fields.get("sources", {}))
+    sources = {**base.get("sources", {}), **given}
+    for k, v in fields.items():  # a number the file gives is sourced to the file unless it says otherwise
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in given:
             sources[k] = where
     merged["sources"] = sources
     try:
