@@ -125,11 +125,13 @@ def find_profile(name: str | Path) -> Path:
         if folder.is_dir():
             for p in sorted(folder.glob("*.json")):
                 candidates.setdefault(p.stem, p)
-    if stem in candidates:
+    if stem in candidates and path.parent == Path("."):
         return candidates[stem]
     prefixed = [p for s, p in sorted(candidates.items()) if s.startswith(stem + "-")]
     if prefixed:  # 'h100x1' finds 'h100x1-quick'
         return prefixed[0]
-    from knowledge.errors import unknown
+    from knowledge.errors import AdvisorError, unknown
 
+    if path.parent != Path(".") or path.suffix == ".json":
+        raise AdvisorError(f"profile {str(name)!r} not found; profiles by name: {', '.join(sorted(candidates)) or 'none'}")
     raise unknown("profile", str(name), candidates.keys())

@@ -126,3 +126,12 @@ def test_confirm_writes_its_row_and_refit_under_home_never_into_the_package(home
     assert refits == [home / "calibration" / "fitted.json"]
     assert (home / "calibration" / "fitted.json").exists()  # seeded from the bundled fit before the refit
     assert _tree_hash(PACKAGE) == before
+
+
+def test_predict_takes_a_bundled_profile_by_name(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "a", "hardware": "h100x1", "model": "7b", "task": "finetune"}) + "\n")
+    r = CliRunner().invoke(app(), ["predict", "--cases", str(cases), "--profile", "h100x1", "--json"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app(), ["predict", "--cases", str(cases), "--profile", "h100x9", "--json"])
+    assert r.exit_code == 1 and "h100x1" in r.output  # the closest names
