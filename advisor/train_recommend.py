@@ -95,8 +95,12 @@ def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator, stages: list[
 def recommend_train(
     spec: SearchSpec, eff: Efficiencies, profile: Profile | None, *, top: int, storage: str | None,
     study_name: str | None, sampler: str, trials: int | None, seed: int, out_dir: Path, as_json: bool,
-    wide: bool = False, hardware_flags: str = "",
+    wide: bool = False, confirm_hardware: str | None = None,
 ) -> None:
+    """Search, print (or ``as_json``) the ranked picks and write the top pick's configs under ``out_dir``.
+
+    ``confirm_hardware`` is what the closing `advisor confirm` line passes as --hardware (default: the platform id).
+    """
     t0 = time.perf_counter()
     quiet = as_json or not sys.stderr.isatty()
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -147,7 +151,7 @@ def recommend_train(
     if best.case.engine == "deepspeed":
         console.print(f"   or: [green]{hints.accelerate_line(best.case, ev.platform, ev.gpus, accel_path)}[/]", highlight=False, soft_wrap=True)
     console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False, soft_wrap=True)
-    console.print(f"Prove it: advisor confirm --hardware {ev.platform.id}{hardware_flags} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
+    console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
 
 
 def plus_minus(value: float, interval: dict | None, key: str) -> str:

@@ -58,7 +58,9 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
     if not ranked:
         fail(f"nothing fits {model} {task} on {hardware}; see `advisor recommend` for what would")
     case = ranked[0].case.model_dump()
-    case["id"] = f"confirm-{hardware}-{task}-{case['method']}-z{case['zero_stage']}-mb{case['micro_batch_size']}-{int(time.time())}"
+    from knowledge.catalog import resolve_platform
+
+    case["id"] = f"confirm-{resolve_platform(hardware).id}-{task}-{case['method']}-z{case['zero_stage']}-mb{case['micro_batch_size']}-{int(time.time())}"
     return case
 
 
@@ -69,6 +71,8 @@ def confirm(
     seq_len: int = typer.Option(2048, "--seq-len", min=1),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs to use (default: all local)."),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, help="Host RAM, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, help="CPU cores (overrides the platform's)."),
     case: Optional[str] = typer.Option(None, "--case", help="Run this contract case (inline JSON or file) instead of the top pick."),
     steps: int = typer.Option(8, "--steps", min=1, help="Timed optimizer steps."),
     warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed steps first."),
@@ -91,6 +95,9 @@ def confirm(
             fail("no local GPU recognised (nvidia-smi found none or an unknown one); pass --hardware and run where the GPUs are")
         hardware = detected
     try:
+        from knowledge.catalog import with_host
+
+        hardware = with_host(hardware, host_ram_gib, cpu_cores)
         picked = _pick_case(hardware, task, model, seq_len, global_batch, gpus, case)
         pred = Predictor().predict(parse_case(picked))
     except AdvisorError as e:
@@ -100,7 +107,9 @@ def confirm(
         from knowledge.paths import user_measurements_dir
 
         out = default_out() if not dry_run else user_measurements_dir(create=False) / "confirm.jsonl"
-    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{hardware}", grid="confirm", device=None)
+    from knowledge.catalog import resolve_platform
+
+    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{resolve_platform(hardware).id}", grid="confirm", device=None)
     cmd = case_command(picked, out, args)
     if dry_run:
         console.print_json(json.dumps({"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json())}))

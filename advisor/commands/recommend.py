@@ -75,6 +75,7 @@ def recommend(
     from knowledge.errors import AdvisorError
     from knowledge.paths import default_storage_url, find_profile, storage_url
 
+    confirm_hardware = hardware + _host_flags(host_ram_gib, cpu_cores)
     try:
         hardware = with_host(hardware, host_ram_gib, cpu_cores)
         prof = load_profile(find_profile(profile)) if profile else None
@@ -102,7 +103,7 @@ def recommend(
         )
         recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
                         trials=trials, seed=seed, out_dir=out_dir, as_json=as_json, wide=wide,
-                        hardware_flags=_host_flags(host_ram_gib, cpu_cores))
+                        confirm_hardware=confirm_hardware)
     except AdvisorError as e:
         fail(str(e))
 
