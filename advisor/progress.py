@@ -88,7 +88,7 @@ class CampaignProgress:
     def done(self, case_id: str, result: str, took_s: float) -> None:
         self._bar.advance(self._task)
         if not self.disable:
-            self._bar.console.print(f"{case_id:<44} {result}  [{took_s:.0f} s]", markup=False)
+            self._bar.console.print(f"{case_id:<44} {result}  [{took_s:.0f} s]", markup=False, highlight=False)
 
     def skip(self, case_id: str) -> None:
         self._bar.advance(self._task)
