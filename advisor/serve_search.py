@@ -6,6 +6,7 @@ enumerated exhaustively: no sampler can miss the best point, and the ranking is 
 
 from __future__ import annotations
 
+from advisor.space import KV_BITS, WEIGHT_BITS
 from knowledge.efficiency import Efficiencies
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase, ServePrediction
@@ -56,8 +57,8 @@ def recommend_serving(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies
         raise AdvisorError("prompt_len and output_len must be at least 1")
     found: list[dict] = []
     for tp in tensor_parallel_options(arch, platform):
-        for wb in (16, 8, 4):
-            for kb in (16, 8):
+        for wb in WEIGHT_BITS:
+            for kb in KV_BITS:
                 limit = max_batch(make_setup(arch, platform, eff, tp, wb, kb), prompt_len, prompt_len + output_len)
                 for b in _batch_options(limit):
                     case = ServeCase(id=f"b{b}-tp{tp}-w{wb}-kv{kb}", hardware=platform.id, model=arch.name, task="serve",
