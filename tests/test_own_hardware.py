@@ -232,3 +232,10 @@ def test_compare_saves_the_png_by_default_and_masks_what_does_not_fit(tmp_path, 
     r = run("compare", "--hardware", "a100x1", "--vs", "h20x1", "--model", "llama2-7b", "--no-png", terminal_width=150)
     assert r.exit_code == 0 and "heatmap written" not in r.output
     assert "blue" in r.output and "red" in r.output and "green" not in r.output  # the table's colours are the heatmap's
+
+
+def test_serving_table_fits_80_columns_with_error_bars(tmp_path):
+    r = run("recommend", "--hardware", "h100x1", "--task", "serve", "--model", "llama3-8b", "--top", "3")
+    assert r.exit_code == 0, r.output
+    table = [ln for ln in r.output.splitlines() if ln.startswith(("┏", "│", "└"))]
+    assert table and max(len(ln) for ln in table) <= 80 and "±" in r.output and "…" not in r.output

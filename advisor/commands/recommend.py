@@ -88,7 +88,8 @@ def recommend(
             from advisor.serve_recommend import recommend_serve
 
             recommend_serve(hardware, arch_model, load_efficiencies(task="serve"), prof, top=top, prompt_len=prompt_len, output_len=output_len,
-                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests)
+                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests,
+                            wide=wide)
             return
         engines = tuple(e.strip() for e in engine.split(","))
         bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
