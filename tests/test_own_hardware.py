@@ -110,7 +110,7 @@ def test_hub_id_of_a_catalog_model_resolves_offline():
 def test_hub_id_read_through_autoconfig(monkeypatch):
     import transformers
 
-    from knowledge import catalog
+    from knowledge import hub
 
     cfg = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4,
            "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000}
@@ -121,24 +121,24 @@ def test_hub_id_read_through_autoconfig(monkeypatch):
         return SimpleNamespace(to_dict=lambda: dict(cfg))
 
     monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", staticmethod(from_pretrained))
-    catalog._hub_model.cache_clear()
+    hub.hub_model.cache_clear()
     arch = resolve_model("someone/tiny-llama-test")
     assert arch.hidden_size == 1024 and arch.name == "someone/tiny-llama-test"
     assert calls == [True]  # the local cache answered; the hub was not asked
-    catalog._hub_model.cache_clear()
+    hub.hub_model.cache_clear()
 
 
 def test_unknown_hub_id_offline_is_one_line(monkeypatch):
     import transformers
 
-    from knowledge import catalog
+    from knowledge import hub
 
     def missing(*a, **k):
         raise OSError("not cached")
 
     monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", staticmethod(missing))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    catalog._hub_model.cache_clear()
+    hub.hub_model.cache_clear()
     with pytest.raises(AdvisorError) as e:
         resolve_model("nobody/no-such-model")
     assert "'nobody/no-such-model'" in str(e.value) and "\n" not in str(e.value)
