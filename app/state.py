@@ -73,6 +73,14 @@ def platform_info(hardware: str) -> Result:
         return None, one_line(e)
 
 
+def hardware_label(hardware: str) -> str:
+    """How to show a hardware string: its platform id, plus the host when the sidebar overrides it."""
+    info, _ = platform_info(hardware)
+    if info is None or not hardware.lstrip().startswith("{"):
+        return hardware
+    return f"{info.id} (host {info.host.host_ram_gib:.0f} GiB RAM, {info.host.cpu_cores} cores)"
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def deepspeed_json(case_json: str) -> Result:
     """The DeepSpeed JSON for the current case, as the recommender would write it."""

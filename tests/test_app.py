@@ -189,3 +189,17 @@ def test_operators_add_up_to_the_forward_pass():
         total = sum(o.time_s * (arch.num_hidden_layers if o.per_layer else 1) for o in ops)
         assert total == pytest.approx(_forward_pass(derive(case, arch, platform), eff, ceilings(platform, eff)).gpu_s, rel=1e-9)
         assert all(o.flops > 0 and o.bytes > 0 and o.achieved_flops <= platform.gpu.matmul_tflops * 1e12 for o in ops)
+
+
+def test_host_override_changes_what_fits_and_reads_as_words():
+    at = _app()
+    at.selectbox(key="gpu").set_value("rtx4090").run()
+    at.selectbox(key="zero_stage").set_value(3).run()
+    at.selectbox(key="offload").set_value("optimizer+params").run()
+    _ok(at)
+    assert _metrics(at)["fits"] == "yes"
+    at.number_input(key="host_ram_gib").set_value(8).run()  # far too little for CPU optimizer states
+    _ok(at)
+    assert _metrics(at)["fits"] == "no"
+    assert any("rtx4090x8 (host 8 GiB RAM" in md.value for md in at.markdown)
+    assert not any('{"' in md.value for md in at.markdown)  # no raw JSON platform strings

@@ -12,7 +12,7 @@ SEQS = (128, 512, 2048, 8192, 32768)
 
 
 def render(sel: Selection) -> None:
-    st.markdown(f"Serving comparison of **{sel.hardware}** (A) and **{sel.hardware_b}** (B) — set B under "
+    st.markdown(f"Serving comparison of **{state.hardware_label(sel.hardware)}** (A) and **{sel.hardware_b}** (B) — set B under "
                 "*Second platform* in the sidebar. One GPU each, 16-bit weights, no tensor parallelism.")
     phase = st.radio("Phase", ("decode", "prefill"), key="compare_phase", horizontal=True,
                      format_func={"decode": "decode (one step at a KV-cache length)", "prefill": "prefill (one prompt of that length)"}.get)

@@ -76,9 +76,9 @@ def _headline(sel: Selection, hardware: str, p) -> None:
         from advisor.explain import describe
         from advisor.cases import parse_case
 
-        st.markdown(f"**{hardware}** · {where} · {describe(parse_case(sel.case(hardware)))}")
+        st.markdown(f"**{state.hardware_label(hardware)}** · {where} · {describe(parse_case(sel.case(hardware)))}")
     else:
-        st.markdown(f"**{hardware}** · {where} · serve")
+        st.markdown(f"**{state.hardware_label(hardware)}** · {where} · serve")
 
 
 def render(sel: Selection) -> None:
@@ -87,7 +87,7 @@ def render(sel: Selection) -> None:
     for hw in platforms:
         p, err = state.predict(sel.case_json(hw))
         if err:
-            st.error(f"{hw}: {err}" if len(platforms) > 1 else err)
+            st.error(f"{state.hardware_label(hw)}: {err}" if len(platforms) > 1 else err)
             continue
         _headline(sel, hw, p)
         (_train_metrics if isinstance(p, TrainPrediction) else _serve_metrics)(p)

@@ -58,7 +58,7 @@ def _serve(sel: Selection) -> None:
               f"time to first token ≤ {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") else ""]
     limits_text = " and ".join(x for x in limits if x)
     if not items:
-        st.error(f"Nothing fits on {sel.hardware}{' under ' + limits_text if limits_text else ''}: try more GPUs "
+        st.error(f"Nothing fits on {state.hardware_label(sel.hardware)}{' under ' + limits_text if limits_text else ''}: try more GPUs "
                  "(tensor parallel), 4-bit weights, or looser service-level objectives.")
         return
     rows = []
@@ -70,7 +70,7 @@ def _serve(sel: Selection) -> None:
                      "time to first token (ms)": round((p.ttft_s or 0) * 1e3),
                      "time per output token (ms)": round((p.tpot_s or 0) * 1e3, 1),
                      "GiB per GPU": round(p.peak_mem_gib, 1), "why": it["why"]})
-    st.markdown(f"Serving on **{sel.hardware}**, prompt {k['prompt_len']} → {out_len} tokens: batch × tensor parallel × "
+    st.markdown(f"Serving on **{state.hardware_label(sel.hardware)}**, prompt {k['prompt_len']} → {out_len} tokens: batch × tensor parallel × "
                 "weight precision × KV precision, exhaustively (as `advisor recommend --task serve`)"
                 + (f", keeping only those with {limits_text}" if limits_text else ""))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
