@@ -51,17 +51,18 @@ def hf_usage(case: TrainCase, config_path: Path | str, bf16: bool = True) -> lis
                      f"bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype={dtype}{storage}) and torch_dtype={dtype}")
         if zero3:
             steps.append(f"ZeRO-3 shards the 4-bit weights only when they are stored as {dtype} (bnb_4bit_quant_storage) "
-                         "and every other weight has that dtype too")
+                         "and every other weight has that dtype too, so skip peft.prepare_model_for_kbit_training (it upcasts to fp32)")
     elif case.quantization == "int8":
         steps.append("load the base with BitsAndBytesConfig(load_in_8bit=True)")
     elif case.method == "qlora" or case.quantization == "nf4":
         steps.append("load the base with BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4')")
     if case.method in ("lora", "qlora"):
-        if case.quantization != "none":
+        if case.quantization != "none" and not zero3:
             steps.append(f"call peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing={case.recompute})")
         steps.append(f"wrap it with peft.get_peft_model(model, LoraConfig(r={case.lora_rank}, target_modules={case.lora_targets}))")
     if case.recompute:
-        steps.append("call model.gradient_checkpointing_enable()" + (" (use_reentrant=False with ZeRO-3)" if zero3 else ""))
+        steps.append("call model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})" if zero3
+                     else "call model.gradient_checkpointing_enable()")
     steps.append(f"attn_implementation='{'sdpa' if case.flash_attention else 'eager'}'")
     if case.engine == "deepspeed":
         steps.append(f"pass TrainingArguments(deepspeed='{config_path}', {'bf16' if bf16 else 'fp16'}=True)")
