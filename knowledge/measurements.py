@@ -75,10 +75,17 @@ def load_published() -> list[Measurement]:
     return rows
 
 
-def load_own(folder: Path = OWN) -> tuple[list[Measurement], list[str]]:
-    """The project's own runs (``*.jsonl``); corrupt lines are reported and skipped."""
+def load_own(folder: Path | None = None) -> tuple[list[Measurement], list[str]]:
+    """Own runs (``*.jsonl``); corrupt lines are reported and skipped.
+
+    Without ``folder``: the bundled rows, then the user's under ``ADVISOR_HOME/measurements``
+    (``knowledge.paths.measurement_files``). With ``folder``: that folder's files only.
+    """
+    from knowledge.paths import measurement_files
+
     rows, problems = [], []
-    for path in sorted(folder.glob("*.jsonl")):
+    files = measurement_files() if folder is None else sorted(Path(folder).glob("*.jsonl"))
+    for path in files:
         for n, obj, err in read_jsonl(path):
             if err:
                 problems.append(err)
@@ -92,5 +99,6 @@ def load_own(folder: Path = OWN) -> tuple[list[Measurement], list[str]]:
 
 @lru_cache(maxsize=1)
 def all_measurements() -> tuple[Measurement, ...]:
+    """Published rows, the bundled own rows and the user's rows (ADVISOR_HOME), in that order."""
     own, _ = load_own()
     return tuple(load_published() + own)

@@ -14,12 +14,13 @@ from knowledge.errors import AdvisorError
 
 def predict(
     cases: Path = typer.Option(..., "--cases", help="JSON lines, one contract case each ('-' = stdin)."),
-    profile: Optional[Path] = typer.Option(None, "--profile", help="Calibration profile written by `advisor probe`."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Calibration profile written by `advisor probe`: a path, or a name (h100x1, h200x1, h200x2, or one under ADVISOR_HOME/profiles)."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines on stdout (the contract); default is a table."),
 ) -> None:
     """Predict throughput, step time and peak memory for every case of a file."""
     from advisor.cases import MalformedFile, read_cases
     from advisor.predictor import Predictor, load_profile
+    from knowledge.paths import find_profile
     from knowledge.schema import ErrorLine
 
     try:
@@ -31,7 +32,7 @@ def predict(
     except MalformedFile as e:
         fail(f"{cases}: {e}", code=2)
     try:
-        predictor = Predictor(load_profile(profile) if profile else None)
+        predictor = Predictor(load_profile(find_profile(profile)) if profile else None)
     except AdvisorError as e:
         fail(str(e))
     results = []

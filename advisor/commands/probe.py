@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional
 
 import typer
 
 from knowledge.store import atomic_write_bytes
 
-OUT_HELP = "Profile JSON to write; an existing file is kept as PATH.bak."
+OUT_HELP = ("Profile JSON to write (default: ADVISOR_HOME/profiles/<gpu>x<count>[-quick].json, found later by "
+            "`--profile <gpu>x<count>`); an existing file is kept as PATH.bak.")
 DEVICE_HELP = "cuda, cuda:N or cpu (default: cuda if available, else cpu at toy size)."
 
 
@@ -47,6 +48,14 @@ def _keep_backup(out: Path) -> Path | None:
     bak = out.with_name(out.name + ".bak")
     atomic_write_bytes(bak, out.read_bytes())
     return bak
+
+
+def default_profile_path(profile: Any) -> Path:
+    """ADVISOR_HOME/profiles/<gpu id>x<count>[-quick].json: what `--profile <gpu>x<count>` finds."""
+    from knowledge.paths import user_profiles_dir
+
+    gpu = profile.gpu_id or "".join(ch for ch in profile.gpu_name.lower() if ch.isalnum()) or "local"
+    return user_profiles_dir() / f"{gpu}x{profile.gpu_count}{'-quick' if profile.quick else ''}.json"
 
 
 def _resolve_device(device: str | None) -> str:
@@ -138,7 +147,7 @@ def _summary(profile: Any) -> Any:
 
 def probe(
     quick: bool = typer.Option(False, "--quick", help="A subset that takes about a minute on one GPU."),
-    out: Path = typer.Option(Path("profile.json"), "--out", help=OUT_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", help=OUT_HELP),
     device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
     macro: list[str] = typer.Option([], "--macro", help="A training case (inline JSON or file) to run at 1 and 2 "
                                     "layers of the real model and extrapolate by layer count; repeatable."),
@@ -149,19 +158,20 @@ def probe(
 ) -> None:
     """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+    from knowledge.paths import user_profiles_dir
     from knowledge.store import atomic_write_json
     from probes.profile import run_profile
 
-    _check_writable(out)
+    _check_writable(out if out is not None else user_profiles_dir() / "profile.json")
     _model_or_fail(model)
     device = _resolve_device(device)
     macro_cases = [_macro_case(m) for m in macro]
     messages: list[str] = []
     err = Console(stderr=True)
     try:
-        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as bar:
             task = bar.add_task("starting", total=1.0)
 
@@ -188,6 +198,8 @@ def probe(
         _fail(f"probing failed, nothing written: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     for m in messages:
         err.print(m, style="yellow" if m.startswith("warning") else None, markup=False, highlight=False)
+    if out is None:
+        out = default_profile_path(profile)
     try:
         bak = _keep_backup(out)
         atomic_write_json(out, profile)
