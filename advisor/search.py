@@ -88,9 +88,10 @@ class Evaluator:
         self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus)
         self.arch: ModelArch = resolve_model(spec.model)
         self.gpus = spec.gpus or self.platform.count
-        from advisor.predictor import held_out_error, local_efficiencies
+        from advisor.predictor import calibration_for, held_out_error
 
-        self.eff = local_efficiencies(self.platform, eff, profile)
+        self.cal = calibration_for(self.platform, profile, eff)
+        self.eff = self.cal.eff
         self.rel_error = held_out_error().get(spec.task)  # widens each prediction's interval, as `predict` does
         self.profile = profile
         self.cache: dict[tuple, Candidate | None] = {}
@@ -116,7 +117,7 @@ class Evaluator:
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
-                pred = predict_training(case, self.arch, self.platform, self.eff, None, self.rel_error)
+                pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error)
                 self.cache[key] = Candidate(case, pred) if pred.fits else None
         return self.cache[key]
 

@@ -211,7 +211,7 @@ def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_js
     if lean:
         from models.training import predict_training
 
-        reason = predict_training(lean[0], ev.arch, ev.platform, ev.eff).why_not_fits
+        reason = predict_training(lean[0], ev.arch, ev.platform, ev.cal).why_not_fits
         lean_d = {"configuration": describe(lean[0]), "peak_mem_gib": lean[1], "usable_gib": ev.limit_gib, "why_not": reason}
     if as_json:
         print(json.dumps({**header, "recommendations": [], "nothing_fits": True, "leanest": lean_d, "would_fit": options}, indent=2))

@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from advisor.cases import parse_case
-from advisor.predictor import Predictor, efficiencies_for, local_efficiencies
+from advisor.predictor import Predictor, local_efficiencies
 from knowledge.catalog import gpus, models, named_platforms, resolve_model, resolve_platform
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
 
@@ -104,7 +104,7 @@ def operators(case_json: str) -> Result:
         case = parse_case(json.loads(case_json))
         platform = resolve_platform(case.hardware, case.gpus)
         arch = resolve_model(case.model)
-        eff = efficiencies_for(platform, predictor().efficiencies)
+        eff = predictor().calibration(platform).eff
         ops = layer_operators(case, arch, platform, eff)
         c = ceilings(platform, eff)
         return {"ops": ops, "peak_flops": c.matmul_flops, "bandwidth": c.memory_bps, "gpu": platform.gpu.name,

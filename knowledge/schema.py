@@ -225,9 +225,12 @@ class TrainPrediction(BaseModel):
     fits: bool
     breakdown: TrainBreakdown | None = None
     interval: dict[str, tuple[float, float]] | None = None
-    host_mem_gib: float | None = None  # CPU RAM the offload needs, all ranks together
+    host_mem_gib: float | None = None  # peak host RAM of the node, all ranks together
     capacity_gib: float | None = None  # device memory of one GPU
     why_not_fits: str | None = None
+    failure: Literal["device_oom", "host_oom"] | None = None  # when fits is false: which memory runs out
+    model_tflops_per_gpu: float | None = None  # model FLOPs per second per GPU (MFU numerator)
+    host_capacity_gib: float | None = None  # usable host RAM of the node the verdict was made against
 
 
 class ServeBreakdown(BaseModel):

@@ -58,8 +58,6 @@ def apply_profile(eff: Efficiencies, platform: PlatformSpec, profile: Profile | 
     upd["kernel_time_s"] = max(eff.kernel_time_s, profile.launch_overhead_s)
     if profile.h2d_gbs:
         upd["h2d_eff"] = min(1.0, profile.h2d_gbs / g.pcie_gbs)
-    if profile.cpu_adam_gparams_per_s:
-        upd["cpu_adam_gparams_per_core_s"] = profile.cpu_adam_gparams_per_s / max(platform.host.cpu_cores, 1)
     big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20]
     if big and platform.count > 1 and platform.link_gbs > 0:
         key = "link_eff_nvswitch" if platform.interconnect == "nvswitch" else "link_eff_pcie"
