@@ -12,10 +12,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from knowledge.errors import AdvisorError, unknown
+from knowledge.store import InputFileError, read_bounded_text
 from knowledge.schema import GPUSpec, HostSpec, ModelArch, PlatformSpec
 
 DATA = Path(__file__).parent / "data"
-_PLATFORM_RE = re.compile(r"^(?P<gpu>[a-z0-9][a-z0-9.\-]*?)x(?P<count>\d+)(?:-(?P<variant>pcie|nvlink))?$")
+# ASCII only: ``\d`` would also take full-width and other Unicode digits ("h100x１")
+_PLATFORM_RE = re.compile(r"^(?P<gpu>[a-z0-9][a-z0-9.\-]*?)x(?P<count>[0-9]{1,6})(?:-(?P<variant>pcie|nvlink))?$", re.ASCII)
+MAX_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few kB
+# Llama-style decoders (RMSNorm, RoPE, SwiGLU, GQA, optional MoE) whose config.json the model reads right
+DECODER_MODEL_TYPES = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "yi", "internlm2", "deepseek",
+    "baichuan", "gemma", "gemma2", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm", "starcoder2",
+})
 
 # Defaults for a server the catalog does not describe. Assumption, not a measurement: typical cloud
 # shapes give 8 to 16 vCPUs and at least twice the GPUs' memory in RAM per GPU.
@@ -103,6 +111,13 @@ def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
 
 def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpec:
     """Parse a platform id such as ``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``."""
+    if not isinstance(hardware, str):
+        raise AdvisorError(f"hardware must be a platform id such as h100x8, got {hardware!r}")
+    if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200:
+        shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
+        raise AdvisorError(f"hardware {shown} is not a platform id: ASCII letters and digits such as h100x8, a800x8, rtx3090x8-pcie")
+    if isinstance(gpus_used, bool) or (gpus_used is not None and gpus_used < 1):
+        raise AdvisorError(f"gpus={gpus_used!r} must be a positive integer")
     hw = hardware.strip().lower().replace("_", "-")
     hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
     if hw in gpus():  # checked first: 'rtx4090' would otherwise parse as GPU 'rt' x 4090
@@ -138,6 +153,12 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     )
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    text = text[:60] + ("…" if len(text) > 60 else "")
+    return text if text.isprintable() else ascii(text)
+
+
 _HF_KEYS = (
     "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
     "vocab_size", "num_local_experts", "num_experts_per_tok", "head_dim", "tie_word_embeddings",
@@ -159,11 +180,16 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
     """A catalog name or alias, an inline architecture dict, or a path to a HF ``config.json``."""
     if isinstance(model, dict):
         try:
-            return ModelArch(name=str(model.get("name", "inline")), **{k: v for k, v in model.items() if k != "name"})
+            name = model.get("name", "inline")
+            if not isinstance(name, str):
+                raise AdvisorError(f"inline model: 'name' must be a string, got {name!r}")
+            fields = {k: v for k, v in model.items() if k != "name"}
+            # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
+            return ModelArch.model_validate({"name": name, **fields}, strict=True)
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "model"
-            raise AdvisorError(f"inline model: {loc!r}: {err['msg']}".replace("\n", " ")) from None
+            raise AdvisorError(f"inline model: {loc!r}: {err['msg']} (got {_short(err.get('input'))})".replace("\n", " ")) from None
         except TypeError as e:
             raise AdvisorError(f"inline model: {e}") from None
     if not isinstance(model, str):
@@ -179,15 +205,19 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
     if path.suffix == ".json" or is_dir:
         cfg_path = path / "config.json" if is_dir else path
         try:
-            cfg = json.loads(cfg_path.read_text())
-        except FileNotFoundError:
-            raise AdvisorError(f"model config {str(cfg_path)!r} not found") from None
+            cfg = json.loads(read_bounded_text(cfg_path, MAX_CONFIG_BYTES, "model config"))
+        except InputFileError as e:
+            raise AdvisorError(str(e)) from None
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise AdvisorError(f"model config {str(cfg_path)!r} is not valid JSON: {str(e).splitlines()[0]}") from None
         except (OSError, ValueError) as e:  # a directory, no permission, a NUL byte, a name too long
             raise AdvisorError(f"model config {str(cfg_path)!r} cannot be read: {str(e).splitlines()[0]}") from None
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
+        kind = cfg.get("model_type")
+        if kind is not None and (not isinstance(kind, str) or kind not in DECODER_MODEL_TYPES) or cfg.get("is_encoder_decoder"):
+            raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a Llama-style decoder; "
+                               f"supported: {', '.join(sorted(DECODER_MODEL_TYPES))}")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
         if missing:
             raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (only Llama-style decoders)")
