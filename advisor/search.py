@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import itertools
 import logging
+import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -152,6 +154,121 @@ def _neighbours(knobs: dict[str, Any], space: list[dict[str, Any]], radius: int 
     return [k for k in space if 0 < sum(k[x] != knobs[x] for x in knobs) <= radius]
 
 
+STORAGE_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg2", "postgresql+psycopg", "mysql", "mysql+pymysql")
+JOB_ATTR = "advisor_job"  # study user attribute: the job a study belongs to
+
+
+def job_key(spec: SearchSpec, exhaustive: bool) -> str:
+    """What a shared study is about, as canonical JSON: trials of two different jobs never mix."""
+    import json
+
+    job = {k: getattr(spec, k) for k in spec.__dataclass_fields__}
+    job["search"] = "exhaustive" if exhaustive else "tpe"
+    return json.dumps(job, sort_keys=True, default=list)
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text.encode("utf-8", "backslashreplace").decode()[:300]
+
+
+def _sqlite_path(url: str) -> str | None:
+    """The database file of a ``sqlite:///path`` URL; None for an in-memory one."""
+    rest = url.split(":", 1)[1]
+    if rest in ("", "//", "///:memory:", "//:memory:"):
+        return None
+    if not rest.startswith("///"):
+        raise AdvisorError(f"--storage {url!r}: a SQLite URL is sqlite:///relative/path.db or sqlite:////absolute/path.db")
+    return rest[3:].split("?", 1)[0]
+
+
+@contextmanager
+def storage_lock(url: str | None) -> Iterator[None]:
+    """Serialise access to a SQLite study between processes (an flock on the database file).
+
+    SQLite raises "database is locked" when writers race; several workers creating one new database
+    race on its tables too. An RDB server (PostgreSQL, MySQL) has its own locking: nothing to do.
+    """
+    import fcntl
+    import os
+
+    path = _sqlite_path(url) if url and url.startswith("sqlite") else None
+    if path is None:
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def resolve_storage(url: str | None):
+    """None for in-memory, else an Optuna ``RDBStorage`` for the URL; AdvisorError (one line) when unusable."""
+    if url is None:
+        return None
+    import os
+
+    import optuna
+
+    if not isinstance(url, str) or not url.isprintable() or "://" not in url and not url.startswith("sqlite:"):
+        raise AdvisorError(f"--storage {url!r} is not a database URL; e.g. sqlite:///study.db or postgresql://user@host/db")
+    scheme = url.split(":", 1)[0].lower()
+    if scheme not in STORAGE_SCHEMES:
+        raise AdvisorError(f"--storage {url!r}: unsupported scheme {scheme!r}; use sqlite:///study.db or postgresql://…")
+    engine_kwargs: dict[str, Any] = {}
+    if scheme == "sqlite":
+        path = _sqlite_path(url)
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if os.path.isdir(path):
+                raise AdvisorError(f"--storage {url!r}: {path!r} is a directory, not a database file")
+            if not os.path.isdir(folder):
+                raise AdvisorError(f"--storage {url!r}: folder {folder!r} does not exist")
+            if os.path.exists(path) and not os.path.isfile(path):
+                raise AdvisorError(f"--storage {url!r}: {path!r} is not a regular file")
+        engine_kwargs = {"connect_args": {"timeout": 600}}
+    else:
+        engine_kwargs = {"connect_args": {"connect_timeout": 10}, "pool_pre_ping": True}
+    try:
+        with storage_lock(url):
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+    except AdvisorError:
+        raise
+    except ImportError as e:
+        raise AdvisorError(f"--storage {url!r}: the database driver is not installed ({_one_line(e)})") from None
+    except Exception as e:  # noqa: BLE001 - SQLAlchemy and drivers raise many types; each becomes one line
+        raise AdvisorError(f"--storage {url!r}: cannot open the study database ({type(e).__name__}: {_one_line(e)})") from None
+
+
+def open_study(storage, url: str | None, study_name: str | None, sampler, job: str):
+    """Create or load the study, bound to ``job``: a study of another job is refused, never mixed."""
+    import json
+
+    import optuna
+
+    try:
+        with storage_lock(url):
+            study = optuna.create_study(direction="maximize", sampler=sampler, storage=storage, study_name=study_name,
+                                        load_if_exists=study_name is not None)
+            owner = study.user_attrs.get(JOB_ATTR)
+            if owner is None:
+                if storage is not None and study.get_trials(deepcopy=False):
+                    raise AdvisorError(f"study {study_name!r} holds trials of an unknown job; use another --study-name")
+                study.set_user_attr(JOB_ATTR, job)
+            elif owner != job:
+                mine, theirs = json.loads(job), json.loads(owner)
+                diff = [k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+                what = ", ".join(f"{k}={theirs.get(k)!r}" for k in diff[:3])
+                raise AdvisorError(f"study {study_name!r} belongs to another job ({what}); use another --study-name")
+            return study
+    except AdvisorError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a broken or foreign database
+        raise AdvisorError(f"study {study_name!r} cannot be opened ({type(e).__name__}: {_one_line(e)})") from None
+
+
 def run_search(
     spec: SearchSpec,
     eff: Efficiencies,
@@ -166,11 +283,13 @@ def run_search(
 ) -> tuple[list[Candidate], Evaluator, dict[str, Any]]:
     """Search and return the fitting candidates, best first, with the evaluator and search facts.
 
-    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) asks and tells the Optuna study every
-    configuration: exact, and a fraction of a millisecond each. ``tpe`` samples the conditional space with
-    a seeded multivariate TPE sampler, then climbs through the two-knob neighbourhood of the best trial. A
-    configuration that cannot fit is pruned before its time is predicted; under TPE it is reported
-    as minus its excess GiB, so the sampler learns where the memory wall is.
+    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) evaluates every configuration (a fraction of
+    a millisecond each) and records in the study those it does not hold yet, so several workers on
+    one study all finish with the same, exact answer and the study holds each configuration once.
+    ``tpe`` samples the conditional space with a seeded multivariate TPE sampler, then climbs through
+    the two-knob neighbourhood of the best trial. A configuration that cannot fit is pruned before its
+    time is predicted; under TPE it is reported as minus its excess GiB, so the sampler learns where
+    the memory wall is. With ``storage`` the study records its job and refuses another job.
     """
     import optuna
 
@@ -180,11 +299,11 @@ def run_search(
     if not space:
         raise AdvisorError(f"no micro-batch size reaches global batch {spec.global_batch} on {ev.gpus} GPUs exactly")
     use_brute = sampler == "brute" or (sampler == "auto" and len(space) <= BRUTE_FORCE_MAX)
-    smp = optuna.samplers.RandomSampler(seed=seed) if use_brute else optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, warn_independent_sampling=False)
-    study = optuna.create_study(
-        direction="maximize", sampler=smp, storage=storage, study_name=study_name,
-        load_if_exists=study_name is not None,
-    )
+    with warnings.catch_warnings():  # `group` is experimental: said once here, not on every run's stderr
+        warnings.simplefilter("ignore")
+        smp = optuna.samplers.RandomSampler(seed=seed) if use_brute else optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
+    rdb = resolve_storage(storage)
+    study = open_study(rdb, storage, study_name, smp, job_key(spec, use_brute))
     total = n_trials or (len(space) if use_brute else min(len(space), 200))
     done = 0
 
@@ -194,58 +313,87 @@ def run_search(
         if progress:
             progress(done, total)
 
-    def evaluate(trial, knobs: dict[str, Any]) -> float:
+    def value(knobs: dict[str, Any]) -> float | None:
+        """tokens/s, minus the excess GiB (TPE) or None (pruned) when it does not fit."""
         cand = ev.evaluate(knobs)
-        trial.set_user_attr("knobs", knobs)
         if cand is None:
-            if use_brute:
-                raise optuna.TrialPruned("does not fit")
-            return -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
+            return None if use_brute else -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
         return cand.prediction.tokens_per_s
 
-    if use_brute:  # ask-and-tell: every configuration once, recorded in the study like any trial
-        for knobs in space[:total]:
-            trial = study.ask()
-            try:
-                study.tell(trial, evaluate(trial, knobs))
-            except optuna.TrialPruned:
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            tick()
-    else:
-        def objective(trial) -> float:
-            knobs = _suggest(trial, spec)
-            accum = _grad_accum(spec, knobs["micro_batch_size"], ev.gpus)
-            if accum is None:
-                raise optuna.TrialPruned("global batch not reachable")
-            return evaluate(trial, {**knobs, "grad_accum": accum})
+    def record(knob_list: list[dict[str, Any]]) -> None:
+        """Add finished trials for the configurations the study does not hold yet (one lock, one pass)."""
+        with storage_lock(storage):
+            held = {_key(t.user_attrs["knobs"]) for t in study.get_trials(deepcopy=False) if "knobs" in t.user_attrs}
+            new = []
+            for knobs in knob_list:
+                if _key(knobs) in held:
+                    continue
+                held.add(_key(knobs))
+                v = value(knobs)
+                state = optuna.trial.TrialState.PRUNED if v is None else optuna.trial.TrialState.COMPLETE
+                new.append(optuna.trial.create_trial(state=state, value=v, user_attrs={"knobs": knobs}))
+            study.add_trials(new)
 
-        study.optimize(objective, n_trials=total, callbacks=[tick])
-        # polish: try every change of one or two knobs of the best, through the same study, until none helps
+    if use_brute:
+        chosen = space[:total]
+        for knobs in chosen:
+            ev.evaluate(knobs)
+            tick()
+        record(chosen)
+        ranked_knobs = chosen
+    else:
+        for _ in range(total):  # ask and tell: the objective is ours, no queue shared with other workers
+            with storage_lock(storage):
+                trial = study.ask()
+                knobs = _suggest(trial, spec)
+            accum = _grad_accum(spec, knobs["micro_batch_size"], ev.gpus)
+            knobs = {**knobs, "grad_accum": accum}
+            v = value(knobs) if accum is not None else None
+            with storage_lock(storage):
+                trial.set_user_attr("knobs", knobs)
+                if v is None:
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                else:
+                    study.tell(trial, v)
+            tick()
+        # polish: every change of one or two knobs of the best, until none helps
         tried: set[tuple] = set()
-        best = _best_knobs(study)
-        while best is not None and tuple(sorted(best.items())) not in tried:
-            tried.add(tuple(sorted(best.items())))
+        best = _best_knobs(study, ev)
+        while best is not None and _key(best) not in tried:
+            tried.add(_key(best))
             extra = _neighbours(best, space)
-            for knobs in extra:
-                study.enqueue_trial({}, user_attrs={"knobs": knobs})
             total += len(extra)
-            study.optimize(lambda t: evaluate(t, t.user_attrs["knobs"]), n_trials=len(extra), callbacks=[tick])
-            best = _best_knobs(study)
+            for _ in extra:
+                tick()
+            record(extra)
+            best = _best_knobs(study, ev)
+        ranked_knobs = [t.user_attrs["knobs"] for t in study.get_trials(deepcopy=False) if "knobs" in t.user_attrs]
     seen: dict[tuple, Candidate] = {}
-    for t in study.get_trials(deepcopy=False):
-        knobs = t.user_attrs.get("knobs")
-        if knobs:
-            cand = ev.evaluate(knobs)
-            if cand is not None:
-                seen[tuple(sorted(knobs.items()))] = cand
-    ranked = sorted(seen.values(), key=lambda c: (-c.prediction.tokens_per_s, c.prediction.peak_mem_gib))
+    for knobs in ranked_knobs:
+        cand = ev.evaluate(knobs)
+        if cand is not None:
+            seen[_key(knobs)] = cand
+    ranked = sorted(seen.values(), key=lambda c: (-c.prediction.tokens_per_s, c.prediction.peak_mem_gib, describe_key(c)))
     facts = {"space_size": len(space), "trials": len(study.get_trials(deepcopy=False)), "sampler": "exhaustive" if use_brute else "tpe", "gpus": ev.gpus}
     return ranked, ev, facts
 
 
-def _best_knobs(study) -> dict[str, Any] | None:
-    done = [t for t in study.get_trials(deepcopy=False) if t.value is not None and t.value > 0]
-    return max(done, key=lambda t: t.value).user_attrs["knobs"] if done else None
+def _key(knobs: dict[str, Any]) -> tuple:
+    return tuple(sorted(knobs.items()))
+
+
+def describe_key(c: Candidate) -> str:
+    """A total order for ties: the configuration's fields as text."""
+    return repr(_key(c.case.model_dump(exclude={"id"})))
+
+
+def _best_knobs(study, ev: Evaluator) -> dict[str, Any] | None:
+    """The best fitting configuration the study holds (this job's trials only, by the study's binding)."""
+    done = [t for t in study.get_trials(deepcopy=False) if t.value is not None and t.value > 0 and "knobs" in t.user_attrs]
+    if not done:
+        return None
+    best = max(done, key=lambda t: (t.value, repr(_key(t.user_attrs["knobs"]))))
+    return best.user_attrs["knobs"]
 
 
 def exhaustive_best(spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> Candidate | None:

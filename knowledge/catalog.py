@@ -189,7 +189,7 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "model"
-            raise AdvisorError(f"inline model: {loc!r}: {err['msg']} (got {_short(err.get('input'))})".replace("\n", " ")) from None
+            raise AdvisorError(f"inline model: {loc!r}: {err['msg'].removeprefix('Value error, ')} (got {_short(err.get('input'))})".replace("\n", " ")) from None
         except TypeError as e:
             raise AdvisorError(f"inline model: {e}") from None
     if not isinstance(model, str):
