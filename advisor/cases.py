@@ -161,11 +161,16 @@ def read_case_text(path: str | Path) -> str:
 # profiles and plausibility: values of the right type that still make no sense
 
 
+class ImpossibleProfile(AdvisorError):
+    """A readable profile that cannot describe a GPU: its cases get error lines (the contract)."""
+
+
 def load_profile_checked(name: str | Path) -> Profile:
     """A profile from a path, or the name of a shipped one (``h100x1``, ``h200x1``, ``h200x2``).
 
-    Bounded and non-blocking like every input file; impossible ceilings (zero, negative, NaN) and a
-    profile of no catalog GPU (a CPU profile) raise AdvisorError naming the file and the field.
+    Bounded and non-blocking like every input file. A file that is missing, unreadable or not a profile
+    raises AdvisorError; impossible ceilings (zero, negative, NaN) and a profile of no catalog GPU (a CPU
+    profile) raise ImpossibleProfile. Both name the file and the field in one line.
     """
     from pydantic import ValidationError
 
@@ -185,13 +190,15 @@ def load_profile_checked(name: str | Path) -> Profile:
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(map(str, err["loc"])) or "file"
-        msg = err["msg"].replace("\n", " ")
+        msg = err["msg"].replace("\n", " ").removeprefix("Value error, ")
+        if err["type"] == "value_error":  # well-formed, but a ceiling is zero, negative or NaN
+            raise ImpossibleProfile(f"profile {_short(str(path))} holds an impossible value ({where}: {msg})") from None
         raise AdvisorError(f"profile {_short(str(path))} is not a valid profile ({where}: {msg})") from None
     except (RecursionError, ValueError) as e:
         raise AdvisorError(f"profile {_short(str(path))} is not a valid profile ({type(e).__name__})") from None
     matched = match_gpu(profile.gpu_name)
     if profile.gpu_id is None and matched is None:
-        raise AdvisorError(f"profile {_short(str(path))} was measured on {_short(profile.gpu_name)}, which is no catalog GPU "
+        raise ImpossibleProfile(f"profile {_short(str(path))} was measured on {_short(profile.gpu_name)}, which is no catalog GPU "
                            "(a CPU profile?); probe on the GPU you predict for")
     return profile
 

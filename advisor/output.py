@@ -27,6 +27,27 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def check_writable(path, flag: str, *, folder: bool = False) -> None:
+    """Exit 2 in one line, before any work, when ``path`` (a file, or with ``folder`` a directory to
+    create files in) cannot be written: it is a directory (a file for ``folder``), an ancestor is a
+    file, or the nearest existing folder is not writable. Missing folders are fine: they are created."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    if not folder and path.is_dir():
+        fail(f"{flag} {str(path)!r} is a directory", code=2)
+    if folder and path.exists() and not path.is_dir():
+        fail(f"{flag} {str(path)!r} is not a directory", code=2)
+    probe = path if folder else path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        fail(f"{flag} {str(path)!r}: {str(probe)!r} is not a directory", code=2)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        fail(f"{flag} {str(path)!r}: {str(probe)!r} is not writable", code=2)
+
+
 def warn(message: str) -> None:
     err_console.print(Text.assemble(("warning: ", "yellow"), one_line(message)))
 

@@ -13,17 +13,12 @@ from pydantic import ValidationError
 
 from knowledge.errors import AdvisorError, unknown
 from knowledge.store import InputFileError, read_bounded_text
-from knowledge.schema import GPUSpec, HostSpec, ModelArch, PlatformSpec
+from knowledge.schema import DECODER_MODEL_TYPES, GPUSpec, HostSpec, ModelArch, PlatformSpec
 
 DATA = Path(__file__).parent / "data"
 # ASCII only: ``\d`` would also take full-width and other Unicode digits ("h100x１")
 _PLATFORM_RE = re.compile(r"^(?P<gpu>[a-z0-9][a-z0-9.\-]*?)x(?P<count>[0-9]{1,6})(?:-(?P<variant>pcie|nvlink))?$", re.ASCII)
 MAX_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few kB
-# Llama-style decoders (RMSNorm, RoPE, SwiGLU, GQA, optional MoE) whose config.json the model reads right
-DECODER_MODEL_TYPES = frozenset({
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "yi", "internlm2", "deepseek",
-    "baichuan", "gemma", "gemma2", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm", "starcoder2",
-})
 
 # Defaults for a server the catalog does not describe. Assumption, not a measurement: typical cloud
 # shapes give 8 to 16 vCPUs and at least twice the GPUs' memory in RAM per GPU.
@@ -214,13 +209,13 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             raise AdvisorError(f"model config {str(cfg_path)!r} cannot be read: {str(e).splitlines()[0]}") from None
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
+        missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
+        if missing:
+            raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (only Llama-style decoders)")
         kind = cfg.get("model_type")
         if kind is not None and (not isinstance(kind, str) or kind not in DECODER_MODEL_TYPES) or cfg.get("is_encoder_decoder"):
             raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a Llama-style decoder; "
                                f"supported: {', '.join(sorted(DECODER_MODEL_TYPES))}")
-        missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
-        if missing:
-            raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (only Llama-style decoders)")
         try:
             return arch_from_hf_config(cfg, name=str(cfg_path))
         except ValidationError as e:

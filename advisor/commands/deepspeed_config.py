@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import console, fail, warn
+from advisor.output import check_writable, console, fail, warn
 
 
 def validate_with_deepspeed(cfg: dict) -> str | None:
@@ -36,13 +36,13 @@ def deepspeed_config_cmd(
     zero_stage: int = typer.Option(2, "--zero-stage", min=0, max=3),
     offload: str = typer.Option("none", "--offload", help="none, optimizer, optimizer+params."),
     recompute: bool = typer.Option(False, "--recompute/--no-recompute"),
-    micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1),
+    micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1, max=1 << 20),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, max=1 << 20),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024),
     out: Path = typer.Option(Path("ds_config.json"), "--out", help="Where to write the JSON."),
 ) -> None:
     """Write the DeepSpeed JSON of a configuration and say how to launch it."""
-    from advisor.cases import MalformedFile, case_from_arg, parse_case
+    from advisor.cases import MalformedFile, case_from_arg, check_plausible, parse_case
     from advisor.train_recommend import usage_note
     from advisor.search import Candidate
     from knowledge.catalog import resolve_platform
@@ -67,8 +67,12 @@ def deepspeed_config_cmd(
             fail("engine 'pytorch' runs without DeepSpeed; there is no config to write")
         check_combination(c)
         platform = resolve_platform(c.hardware, c.gpus)
-    except (AdvisorError, MalformedFile) as e:
+        check_plausible(c)
+    except MalformedFile as e:
+        fail(str(e), code=2)
+    except AdvisorError as e:
         fail(str(e))
+    check_writable(out, "--out")
     n = c.gpus or platform.count
     cfg = deepspeed_config(c, platform.gpu, n)
     problem = validate_with_deepspeed(cfg)
@@ -76,7 +80,10 @@ def deepspeed_config_cmd(
         warn(problem)
     elif problem:
         fail(f"DeepSpeed rejects the generated config: {problem}")
-    atomic_write_json(out, cfg)
+    try:
+        atomic_write_json(out, cfg)
+    except OSError as e:
+        fail(f"cannot write --out {str(out)!r}: {e.strerror or e}")
     console.print(f"wrote {out} ({'validated by DeepSpeed' if not problem else 'not validated'})")
     console.print(f"launch: {launch_command(c, n, str(out))}", highlight=False)
     console.print(f"with Hugging Face: {usage_note(Candidate(c, None))}", highlight=False)  # type: ignore[arg-type]

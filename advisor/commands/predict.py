@@ -21,7 +21,7 @@ def predict(
     Every case gets one output line, in order, as soon as it is computed: a prediction, or an error
     line when the case cannot be handled (then the exit code is 1). A malformed file exits 2.
     """
-    from advisor.cases import MalformedFile, check_plausible, load_profile_checked, read_case_text, read_cases
+    from advisor.cases import ImpossibleProfile, MalformedFile, check_plausible, load_profile_checked, read_case_text, read_cases
     from advisor.predictor import Predictor
     from knowledge.schema import ErrorLine
 
@@ -33,8 +33,10 @@ def predict(
     if profile is not None:
         try:
             prof = load_profile_checked(profile)
-        except AdvisorError as e:  # the contract: an impossible profile is an error line per case
+        except ImpossibleProfile as e:  # the contract: an impossible profile is an error line per case
             profile_error = str(e)
+        except AdvisorError as e:  # missing, unreadable, not a profile: the run cannot start
+            fail(str(e), code=2)
     predictor = Predictor(prof)
 
     def one(n: int, raw: dict | None, case, err: str | None):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from advisor.output import console, fail, warn
+from advisor.output import check_writable, console, fail, warn
 
 
 class Task(str, Enum):
@@ -46,19 +45,6 @@ def _model_arg(model: str) -> str | dict:
         except (ValueError, RecursionError) as e:
             fail(f"--model is not valid JSON: {getattr(e, 'msg', type(e).__name__)}", code=2)
     return model
-
-
-def _check_out_dir(out_dir: Path) -> None:
-    """Fail before the search, in one line, when the config could not be written."""
-    probe = out_dir
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        fail(f"--out-dir {str(out_dir)!r}: {str(probe)!r} is not a directory", code=2)
-    if (out_dir / "ds_config.json").is_dir():
-        fail(f"--out-dir {str(out_dir)!r}: ds_config.json there is a directory", code=2)
-    if not os.access(probe, os.W_OK | os.X_OK):
-        fail(f"--out-dir {str(out_dir)!r} is not writable", code=2)
 
 
 def recommend(
@@ -117,7 +103,8 @@ def recommend(
             return
         if ctx is not None and seq_len > ctx:
             raise AdvisorError(f"--seq-len {seq_len} exceeds the {ctx}-token context of {arch.name}")
-        _check_out_dir(out_dir)
+        check_writable(out_dir, "--out-dir", folder=True)
+        check_writable(out_dir / "ds_config.json", "--out-dir")
         engines = tuple(e.strip() for e in engine.split(","))
         bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
         if bad:
