@@ -33,7 +33,8 @@ class MalformedFile(ValueError):
 
 
 def _field(err: dict[str, Any]) -> str:
-    loc = [str(x) for x in err["loc"] if x not in ("pretrain", "finetune", "serve", "TrainCase", "ServeCase")]
+    loc = [str(x) for x in err["loc"]
+           if x not in ("pretrain", "finetune", "serve", "TrainCase", "ServeCase", "str", "dict[str,any]")]
     return ".".join(loc) or "case"
 
 
@@ -46,9 +47,12 @@ def validation_message(e: ValidationError) -> str:
         hint = f"; closest: {', '.join(close)}" if close else ""
         return f"unknown field {field!r}{hint}"
     if err["type"] == "union_tag_invalid":
-        return f"task: {err['input']!r} is not one of 'pretrain', 'finetune', 'serve'"
+        tag = err.get("ctx", {}).get("tag", err["input"])
+        return f"task: {_short(tag)} is not one of 'pretrain', 'finetune', 'serve'"
     if err["type"] == "union_tag_not_found":
         return "task: missing (one of 'pretrain', 'finetune', 'serve')"
+    if err["type"] == "missing":
+        return f"{field}: missing (a required field)"
     msg = err["msg"].replace("\n", " ").removeprefix("Value error, ")
     return f"{field}: {msg} (got {_short(err.get('input'))})"
 
@@ -71,6 +75,8 @@ def parse_case(obj: dict[str, Any]) -> TrainCase | ServeCase:
     Validation is strict, as JSON types are: ``"4"``, ``4.0``, ``4.5``, ``true``, NaN and Infinity are
     not integers, ``1`` and ``"true"`` are not booleans.
     """
+    if "task" in obj and not isinstance(obj["task"], str):
+        raise MalformedFile(f"field 'task': must be a string ('pretrain', 'finetune' or 'serve'), got {_short(obj['task'])}")
     for key in _INT_CHOICES:
         v = obj.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
@@ -100,7 +106,11 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
     Raises MalformedFile for the first malformed line, naming its number.
     """
     out = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    if text.startswith("\ufeff"):  # a byte-order mark some editors write
+        text = text[1:]
+    # "\n" only: str.splitlines() would also split at U+2028, U+0085, \x0b, \x0c, \x1c-\x1e, which JSON
+    # strings may hold raw, and so tear one case into two malformed lines
+    for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

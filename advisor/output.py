@@ -57,6 +57,8 @@ def json_line(obj: BaseModel | dict) -> str:
     import json
 
     data = obj.model_dump(mode="json", exclude_none=True) if isinstance(obj, BaseModel) else obj
+    if isinstance(obj, BaseModel) and "id" in type(obj).model_fields and "id" not in data:
+        data = {"id": None, **data}  # the contract's error line always has its id, null when the case had none
     text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     try:
         text.encode("utf-8")

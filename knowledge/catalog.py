@@ -108,7 +108,7 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     """Parse a platform id such as ``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``."""
     if not isinstance(hardware, str):
         raise AdvisorError(f"hardware must be a platform id such as h100x8, got {hardware!r}")
-    if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200:
+    if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200 or hardware != hardware.strip():
         shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
         raise AdvisorError(f"hardware {shown} is not a platform id: ASCII letters and digits such as h100x8, a800x8, rtx3090x8-pcie")
     if isinstance(gpus_used, bool) or (gpus_used is not None and gpus_used < 1):
@@ -168,7 +168,8 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
     if "model_type" in cfg:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
-    return ModelArch(name=name, source=name, **fields)
+    # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
+    return ModelArch.model_validate({"name": name, "source": name, **fields}, strict=True)
 
 
 def resolve_model(model: str | dict[str, Any]) -> ModelArch:
