@@ -182,12 +182,19 @@ def _sqlite_path(url: str) -> str | None:
     return rest[3:].split("?", 1)[0]
 
 
+_LOCK_FDS: dict[tuple[int, str], int] = {}  # (pid, database path) -> descriptor kept open for the process's life
+
+
 @contextmanager
 def storage_lock(url: str | None) -> Iterator[None]:
     """Serialise access to a SQLite study between processes (an flock on the database file).
 
     SQLite raises "database is locked" when writers race; several workers creating one new database
     race on its tables too. An RDB server (PostgreSQL, MySQL) has its own locking: nothing to do.
+
+    The descriptor is never closed: closing any descriptor of a database file drops the POSIX locks
+    SQLite holds on it in this process, which corrupts the database. A forked child opens its own
+    (an inherited descriptor would share the parent's flock).
     """
     import fcntl
     import os
@@ -196,12 +203,30 @@ def storage_lock(url: str | None) -> Iterator[None]:
     if path is None:
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    key = (os.getpid(), os.path.realpath(path))
+    fd = _LOCK_FDS.get(key)
+    if fd is None:
+        fd = _LOCK_FDS[key] = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # releases the lock
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _fast_sqlite(rdb) -> None:
+    """Write-ahead log, synced at checkpoints: a killed worker loses nothing it committed, and a
+    thousand trials commit in a fraction of the time a rollback journal with a sync per commit takes."""
+    from sqlalchemy import event
+
+    def pragmas(conn, _record) -> None:
+        cur = conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    event.listen(rdb.engine, "connect", pragmas)
+    rdb.engine.dispose()  # connections opened before the listener get the pragmas too
 
 
 def resolve_storage(url: str | None):
@@ -233,7 +258,10 @@ def resolve_storage(url: str | None):
         engine_kwargs = {"connect_args": {"connect_timeout": 10}, "pool_pre_ping": True}
     try:
         with storage_lock(url):
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+            rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+            if scheme == "sqlite":
+                _fast_sqlite(rdb)
+            return rdb
     except AdvisorError:
         raise
     except ImportError as e:

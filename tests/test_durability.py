@@ -146,7 +146,7 @@ def _worker(url: str, sampler: str, trials, seed: int, queue) -> None:
                                       sampler=sampler, n_trials=trials, seed=seed)
         queue.put(("ok", ranked[0].case.model_dump_json(exclude={"id"}), facts))
     except BaseException as e:  # noqa: BLE001 - reported to the test
-        queue.put(("error", f"{type(e).__name__}: {e}", None))
+        queue.put(("error", f"{type(e).__name__}: {e} <- {e.__cause__!r}"[:1500], None))
 
 
 def _run_workers(url: str, n: int, sampler: str, trials=None) -> list[tuple]:
