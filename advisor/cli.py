@@ -39,6 +39,12 @@ class OneLineErrors(TyperGroup):
         except MemoryError:
             click.echo("error: out of memory (input too large)", err=True)
             code = 1
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            code = 130
+        except Exception as e:  # noqa: BLE001 - a bug must still read as one line, never a traceback
+            click.echo(f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]})", err=True)
+            code = 1
         else:
             code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
         if standalone_mode:

@@ -394,7 +394,14 @@ class Profile(Strict):
     macro: list[Measurement] = []
 
     # a ceiling that is zero, negative, NaN or infinite would turn every prediction into nonsense
+    # (gpu_count may be 0: a CPU profile is a valid file, refused only when a prediction would use it)
     _ceilings = field_validator(
-        "gpu_count", "matmul_tflops", "memory_bandwidth_gbs", "launch_overhead_s", "h2d_gbs", "d2h_gbs",
+        "matmul_tflops", "memory_bandwidth_gbs", "launch_overhead_s", "h2d_gbs", "d2h_gbs",
         "cpu_adam_gparams_per_s",
     )(lambda v: _positive_finite(v))
+    @field_validator("gpu_count")
+    @classmethod
+    def _gpu_count(cls, v: int) -> int:
+        if v < 0:  # 0 is a CPU profile
+            raise ValueError(f"must be 0 or more, got {v}")
+        return v
