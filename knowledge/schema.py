@@ -342,6 +342,12 @@ def _positive_finite(v: Any) -> Any:
     return v
 
 
+def _non_negative_finite(v: Any) -> Any:
+    if isinstance(v, bool) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"must be a finite number, 0 or more, got {v!r}")
+    return v
+
+
 class GemmPoint(Strict):
     m: int
     n: int
@@ -370,7 +376,9 @@ class CollectivePoint(Strict):
     time_s: float
     busbw_gbs: float  # nccl-tests convention
 
-    _positive = field_validator("ranks", "size_bytes", "time_s", "busbw_gbs")(lambda v: _positive_finite(v))
+    _positive = field_validator("ranks", "size_bytes", "time_s")(lambda v: _positive_finite(v))
+    # one rank moves nothing between GPUs: a bus bandwidth of 0 (nccl-tests' factor (n-1)/n)
+    _finite = field_validator("busbw_gbs")(lambda v: _non_negative_finite(v))
 
 
 class Profile(Strict):
