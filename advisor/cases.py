@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from knowledge.errors import AdvisorError
 from knowledge.schema import Case, ModelArch, PlatformSpec, Profile, ServeCase, TrainCase
 from knowledge.store import InputFileError, read_bounded_text
 
-MAX_CASE_FILE_BYTES = 64 << 20  # about 300,000 cases
+MAX_CASE_FILE_BYTES = 16 << 20  # about 80,000 cases
+MAX_LINE_CHARS = 256 << 10  # a case, inline architecture included, is under 2 kB: bounds the memory a line can take
 MAX_PROFILE_BYTES = 16 << 20  # a full profile is about 50 kB
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "measurements" / "profiles"
 
@@ -108,11 +110,13 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
     out = []
     if text.startswith("\ufeff"):  # a byte-order mark some editors write
         text = text[1:]
-    # "\n" only: str.splitlines() would also split at U+2028, U+0085, \x0b, \x0c, \x1c-\x1e, which JSON
+    # CR, LF or CRLF only: str.splitlines() would also split at U+2028, U+2029 and U+0085, which JSON
     # strings may hold raw, and so tear one case into two malformed lines
-    for n, line in enumerate(text.split("\n"), start=1):
+    for n, line in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_CHARS:
+            raise MalformedFile(f"line {n}: {len(line):,} characters, more than a case can hold ({MAX_LINE_CHARS:,})")
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
@@ -253,6 +257,9 @@ def check_plausible(case: TrainCase | ServeCase, profile: Profile | None = None)
     if isinstance(case, TrainCase):
         if ctx is not None and case.seq_len > ctx:
             raise AdvisorError(f"seq_len={case.seq_len} exceeds the {ctx}-token context of {arch.name}")
+        if case.method != "full" and case.lora_rank > arch.hidden_size:
+            raise AdvisorError(f"lora_rank={case.lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}: "
+                               "an adapter of that rank is a full-rank update")
         return
     if case.tensor_parallel > platform.count:
         raise AdvisorError(f"tensor_parallel={case.tensor_parallel} exceeds the {platform.count} GPUs of {platform.id!r}")

@@ -332,7 +332,8 @@ def run_search(
         smp = optuna.samplers.RandomSampler(seed=seed) if use_brute else optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
     rdb = resolve_storage(storage)
     study = open_study(rdb, storage, study_name, smp, job_key(spec, use_brute))
-    total = n_trials or (len(space) if use_brute else min(len(space), 200))
+    # never more trials than configurations: TPE would only resample what it has seen
+    total = min(n_trials, len(space)) if n_trials else (len(space) if use_brute else min(len(space), 200))
     done = 0
 
     def tick(*_: Any) -> None:

@@ -57,7 +57,7 @@ ABSURD_TRAIN = {
     "micro_batch_size": [0, -5, 10**30, 2**40],
     "grad_accum": [0, -1, 10**30],
     "seq_len": [0, -2048, 4097, 10**6, 10**30],
-    "lora_rank": [0, -8, 10**9],
+    "lora_rank": [0, -8, 10**9, 4097],  # llama2-7b's hidden size is 4096
     "zero_stage": [4, -1, 10],
     "lora_targets": [[], ["q_proj", "q_proj"], ["QKV"], [""], ["q_proj", "lm_head"]],
     "hardware": ["h100x\uff18", "\uff48100x8", "h100x\u0668", "h100x0", "h100x", "h100", "", " ", "h100x1e3",
@@ -198,6 +198,8 @@ def predict_files(rng: random.Random):
         ("deep-object", '{"id": "x", "model": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + "}", 2, None),
         ("huge-int", '{"id": "x", "hardware": "h100x8", "model": "7b", "task": "finetune", "seq_len": ' + "9" * 5000 + "}", 2, None),
         ("huge-float", '{"id": "x", "hardware": "h100x8", "model": "7b", "task": "finetune", "seq_len": 1e999}', 2, None),
+        ("huge-line", '{"id": "x", "pad": [' + "1," * 200_000 + "1]}\n", 2, None),
+        ("cr-only", _dump(TRAIN) + "\r" + _dump(SERVE) + "\r", 0, ["t", "s"]),
         ("dup-key", '{"id": "x", "id": "y", "hardware": "h100x8", "model": "7b", "task": "finetune"}', 0, ["y"]),
         ("nul", '{"id": "x"}\x00\n', 2, None),
         ("trailing-comma", '{"id": "x", "hardware": "h100x8",}', 2, None),
@@ -215,6 +217,8 @@ def test_predict_hostile_files(tmp_path, capsys):
         r = invoke(args)
         kinds[kind] += 1
         assert r.exit_code == code, (kind, text[:300], r.exit_code, r.stdout[-500:], r.stderr[-500:])
+        if i % 7 == 0:  # the table for people: same exit code, no traceback, whatever the ids and messages hold
+            assert invoke(args[:-1]).exit_code == code, (kind, text[:300])
         if ids is None:
             assert r.stdout == "", (kind, text[:300])
             check_failure_line(r, (kind, text[:200]))
@@ -319,6 +323,7 @@ def other_command_args(tmp_path: Path):
     out += [
         ([*rec, "--gpus", "2"], 1),
         ([*rec, "--seq-len", "4096"], 1),  # tinyllama's context is 2048
+        ([*rec, "--lora-rank", "4096"], 1),  # above its hidden size of 2048
         ([*rec, "-H", "h100x\uff11"], 1),
         ([*rec, "-H", "h100"], 1),
         ([*rec, "-m", "nonexistent"], 1),

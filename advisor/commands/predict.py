@@ -69,7 +69,13 @@ def predict(
 
         from advisor.tables import predictions_table
 
-        predictions_table([r.model_copy(update={"id": escape(one_line(r.id or ""))}) for r in results])
+        def printable(r):  # ids and messages hold user text: never Rich markup, never a lone surrogate
+            update = {"id": escape(one_line(r.id or ""))}
+            if isinstance(r, ErrorLine):
+                update["error"] = escape(one_line(r.error))
+            return r.model_copy(update=update)
+
+        predictions_table([printable(r) for r in results])
     if failed:
         raise typer.Exit(1)
 

@@ -32,7 +32,7 @@ class Sampler(str, Enum):
 
 MAX_TOKENS = 1 << 20  # longer than any model's context
 MAX_GLOBAL_BATCH = 1 << 20
-MAX_TRIALS = 100_000
+MAX_TRIALS = 10_000
 MAX_MS = 1e9  # a latency limit of 11 days is no limit
 MAX_REQUESTS = 10_000_000
 
@@ -103,6 +103,8 @@ def recommend(
             return
         if ctx is not None and seq_len > ctx:
             raise AdvisorError(f"--seq-len {seq_len} exceeds the {ctx}-token context of {arch.name}")
+        if lora_rank > arch.hidden_size:
+            raise AdvisorError(f"--lora-rank {lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}")
         check_writable(out_dir, "--out-dir", folder=True)
         check_writable(out_dir / "ds_config.json", "--out-dir")
         engines = tuple(e.strip() for e in engine.split(","))
