@@ -199,6 +199,10 @@ def storage_lock(url: str | None) -> Iterator[None]:
     import fcntl
     import os
 
+    if url and url.split(":", 1)[0].lower().startswith("postgresql"):
+        with _postgres_lock(url):
+            yield
+        return
     path = _sqlite_path(url) if url and url.startswith("sqlite") else None
     if path is None:
         yield
@@ -212,6 +216,31 @@ def storage_lock(url: str | None) -> Iterator[None]:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+_PG_ENGINES: dict[tuple[int, str], Any] = {}
+_PG_LOCK_KEY = 0x5AD71503  # one advisory lock for the advisor's studies in a database
+
+
+@contextmanager
+def _postgres_lock(url: str) -> Iterator[None]:
+    """A PostgreSQL session advisory lock: workers creating the tables of a new database, or adding
+    trials, take turns (concurrent CREATE TYPE / CREATE TABLE fail, and a check-then-add would duplicate)."""
+    import os
+
+    import sqlalchemy
+
+    key = (os.getpid(), url)
+    engine = _PG_ENGINES.get(key)
+    if engine is None:
+        connect_args = {"connect_timeout": 10}
+        engine = _PG_ENGINES[key] = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool, connect_args=connect_args)
+    with engine.connect() as conn:
+        conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": _PG_LOCK_KEY})
+        try:
+            yield
+        finally:
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_LOCK_KEY})
 
 
 def _fast_sqlite(rdb) -> None:

@@ -219,7 +219,18 @@ def test_bad_storage_urls_are_one_line_errors(url):
 
 @pytest.mark.skipif(not os.environ.get("ADVISOR_TEST_POSTGRES_URL"), reason="set ADVISOR_TEST_POSTGRES_URL to a PostgreSQL database")
 def test_sixteen_workers_on_postgresql():
+    """E.g. ADVISOR_TEST_POSTGRES_URL=postgresql+psycopg://postgres@localhost:55432/advisor_test (a new database)."""
+    import sqlalchemy
+
     url = os.environ["ADVISOR_TEST_POSTGRES_URL"]
     results = _run_workers(url, 16, "brute")
     assert all(r[0] == "ok" for r in results), [r[1] for r in results if r[0] != "ok"]
     assert len({r[1] for r in results}) == 1
+    results = _run_workers(url, 4, "brute")
+    assert all(r[0] == "ok" for r in results), [r[1] for r in results if r[0] != "ok"]
+    engine = sqlalchemy.create_engine(url)
+    with engine.connect() as con:
+        n = con.execute(sqlalchemy.text(
+            "select count(*) from trials t join studies s on s.study_id = t.study_id where s.study_name = 'shared'")).scalar()
+    engine.dispose()
+    assert n == results[0][2]["space_size"]  # each configuration once, none lost
