@@ -37,6 +37,8 @@ def check_writable(path, flag: str, *, folder: bool = False) -> None:
     path = Path(path)
     if not folder and path.is_dir():
         fail(f"{flag} {str(path)!r} is a directory", code=2)
+    if not folder and path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace it
+        fail(f"{flag} {str(path)!r} is not a regular file", code=2)
     if folder and path.exists() and not path.is_dir():
         fail(f"{flag} {str(path)!r} is not a directory", code=2)
     probe = path if folder else path.parent

@@ -124,6 +124,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if path.exists() and not path.is_file():  # the rename would replace /dev/null or a FIFO with a file
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)

@@ -370,6 +370,13 @@ def other_command_args(tmp_path: Path):
         ([*ds, "--case", json.dumps(SERVE)], 1),
         (["deepspeed-config", "--out", str(tmp_path)], 2),
         (["deepspeed-config", "--out", "/etc/passwd/x.json"], 2),
+        (["deepspeed-config", "--out", "/dev/null"], 2),  # a rename would replace the device with a file
+        (["confirm", "-H", "h100x8", "--dry-run", "--steps", "1" + "0" * 30], 2),
+        (["confirm", "-H", "h100x8", "--dry-run", "--timeout-s", "inf"], 2),
+        (["confirm", "-H", "h100x8", "--dry-run", "--seq-len", "99999"], 1),
+        (["confirm", "-H", "h100x8", "--dry-run", "--out", "/dev/zero"], 2),
+        (["confirm", "-H", "h100x8", "--dry-run", "--case", json.dumps({**TRAIN, "seq_len": 9999})], 1),
+        (["validate", "--holdout", "zz"], 2),
     ]
     cmp = ["compare", "--hardware", "a100x1", "--vs", "h20x1", "--model", "7b", "--json"]
     for opt in ("--batch", "--seq"):
