@@ -234,3 +234,23 @@ def test_sixteen_workers_on_postgresql():
             "select count(*) from trials t join studies s on s.study_id = t.study_id where s.study_name = 'shared'")).scalar()
     engine.dispose()
     assert n == results[0][2]["space_size"]  # each configuration once, none lost
+
+
+def test_sqlite_study_survives_kill_loop(tmp_path):
+    """20 workers killed at random moments of their search; the next one finishes, nothing is corrupt."""
+    db = tmp_path / "killed.db"
+    url = f"sqlite:///{db}"
+    rng = random.Random(5)
+    ctx = mp.get_context("fork")
+    for _ in range(KILLS):
+        p = ctx.Process(target=_worker, args=(url, "brute", None, 0, ctx.Queue()))
+        p.start()
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.kill(p.pid, signal.SIGKILL)
+        p.join(30)
+    results = _run_workers(url, 2, "brute")
+    assert all(r[0] == "ok" for r in results), [r[1] for r in results if r[0] != "ok"]
+    with sqlite3.connect(db) as con:
+        assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
+        knobs = [row[0] for row in con.execute("select value_json from trial_user_attributes where key = 'knobs'")]
+    assert len(knobs) == len(set(knobs)) == results[0][2]["space_size"]  # each configuration once, none lost
