@@ -22,6 +22,7 @@ from knowledge.store import InputFileError, read_bounded_text
 MAX_CASE_FILE_BYTES = 16 << 20  # about 80,000 cases
 MAX_LINE_CHARS = 256 << 10  # a case, inline architecture included, is under 2 kB: bounds the memory a line can take
 MAX_PROFILE_BYTES = 16 << 20  # a full profile is about 50 kB
+PROFILE_PEAK_FACTOR = 2.0  # a probe can beat a conservative datasheet figure, not double it
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "measurements" / "profiles"
 
 _ADAPTER: TypeAdapter = TypeAdapter(Case)
@@ -213,7 +214,19 @@ def load_profile_checked(name: str | Path) -> Profile:
     matched = match_gpu(profile.gpu_name)
     if profile.gpu_id is None and matched is None:
         raise ImpossibleProfile(f"profile {_short(str(path))} was measured on {_short(profile.gpu_name)}, which is no catalog GPU "
-                           "(a CPU profile?); probe on the GPU you predict for")
+                                "(a CPU profile?); probe on the GPU you predict for")
+    from knowledge.catalog import gpus
+
+    gpu = gpus().get(profile.gpu_id or "") or matched
+    if gpu is not None:  # a measurement far above the datasheet peak is a broken probe, not a fast GPU
+        limits = {"matmul_tflops": (profile.matmul_tflops, gpu.matmul_tflops),
+                  "memory_bandwidth_gbs": (profile.memory_bandwidth_gbs, gpu.memory_bandwidth_gbs)}
+        for name, (measured, peak) in limits.items():
+            if measured > PROFILE_PEAK_FACTOR * peak:
+                raise ImpossibleProfile(f"profile {_short(str(path))}: {name}={measured:g} is above {PROFILE_PEAK_FACTOR:g}x the "
+                                        f"{gpu.id} datasheet peak {peak:g}")
+    if profile.launch_overhead_s > 1.0:
+        raise ImpossibleProfile(f"profile {_short(str(path))}: launch_overhead_s={profile.launch_overhead_s:g} is over a second")
     return profile
 
 

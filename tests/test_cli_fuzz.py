@@ -286,7 +286,7 @@ def test_predict_profiles(tmp_path):
     cases.write_text(json.dumps({**TRAIN, "hardware": "h100x1"}) + "\n" + json.dumps({**TRAIN, "id": "a800", "hardware": "a800x8"}) + "\n")
     variants = {"cpu": {**shipped, "gpu_name": "cpu", "gpu_id": None}}
     for field in ("matmul_tflops", "memory_bandwidth_gbs", "launch_overhead_s"):
-        for bad in (0, -1.0, float("nan"), float("inf")):
+        for bad in (0, -1.0, float("nan"), float("inf"), 1e30):
             variants[f"{field}={bad}"] = {**shipped, field: bad}
     for name, prof in variants.items():
         path = tmp_path / f"{len(name)}-{abs(hash(name))}.json"
