@@ -407,6 +407,7 @@ class Profile(Strict):
         "matmul_tflops", "memory_bandwidth_gbs", "launch_overhead_s", "h2d_gbs", "d2h_gbs",
         "cpu_adam_gparams_per_s",
     )(lambda v: _positive_finite(v))
+
     @field_validator("gpu_count")
     @classmethod
     def _gpu_count(cls, v: int) -> int:
