@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from advisor.predictor import Predictor, efficiencies_for
@@ -103,6 +103,9 @@ def test_recompute_never_raises_memory(f):
     "ZeRO-3 2.27 GiB; the issue's invariant needs the model to cap that working set by what ZeRO-0 holds"))
 @cfg(800)
 @given(train_fields(min_count=2, engine="deepspeed"))
+@example(dict(id="inv", hardware="a10x2", model="llama3.2-1b", task="finetune", gpus=None, engine="deepspeed", zero_stage=0,
+              offload="none", method="qlora", quantization="nf4", recompute=False, flash_attention=False, micro_batch_size=1,
+              grad_accum=1, seq_len=128, lora_rank=8, lora_targets=["q_proj"]))
 def test_zero3_never_above_zero0_on_two_or_more_gpus(f):
     f = {**f, "offload": "none"}
     z0, z3 = peak({**f, "zero_stage": 0}), peak({**f, "zero_stage": 3})
@@ -119,6 +122,9 @@ def test_zero3_never_above_zero0_on_two_or_more_gpus(f):
     "seq 258, rank 8, targets [q_proj]: QLoRA 111.24 GiB > LoRA 111.20 GiB (full 289.16)"))
 @cfg(800)
 @given(train_fields(method="lora"))
+@example(dict(id="inv", hardware="a10x1", model="llama2-13b", task="finetune", gpus=None, engine="pytorch", zero_stage=0,
+              offload="none", method="lora", quantization="none", recompute=False, flash_attention=False, micro_batch_size=38,
+              grad_accum=1, seq_len=258, lora_rank=8, lora_targets=["q_proj"]))
 def test_qlora_le_lora_le_full(f):
     f = {**f, "task": "finetune"}
     q = peak({**f, "method": "qlora", "quantization": "nf4"})
@@ -188,6 +194,9 @@ def test_serving_fits_agrees_with_peak(f):
     "message must round the need up and the usable down, or print two decimals (models/ is not ours to change)"))
 @cfg(1200)
 @given(train_fields())
+@example(dict(id="inv", hardware="a100-40gbx2", model="llama2-7b", task="finetune", gpus=None, engine="deepspeed", zero_stage=1,
+              offload="none", method="lora", quantization="int8", recompute=True, flash_attention=True, micro_batch_size=30,
+              grad_accum=1, seq_len=1302, lora_rank=64, lora_targets=["gate_proj", "up_proj", "down_proj"]))
 def test_training_fits_message_prints_the_numbers_decided_on(f):
     train_fits(f, printed=True)
 
