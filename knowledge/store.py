@@ -3,9 +3,10 @@
 Every file the advisor writes goes through here, so a crash, a ``kill -9`` or a second process never
 leaves half a file or loses a line that was there:
 
-- ``atomic_write_bytes`` writes a temporary file next to the target and renames it over the target.
-  The temporary file's name carries the writer's pid; a writer killed before the rename leaves it
-  behind, and the next write to the same target removes it (its pid is gone).
+- ``atomic_write_bytes`` writes an unnamed file (Linux ``O_TMPFILE``) in the target's folder, names it
+  once it is whole and synced, and renames it over the target: a writer killed while writing leaves
+  nothing. Elsewhere a named temporary file is used; its name carries the writer's pid, and the next
+  write to the same target removes any a killed writer left.
 - ``append_jsonl`` appends under an exclusive ``flock``. A writer killed mid-append can leave a torn
   last line (no trailing newline); the next append, under the same lock, cuts it off before writing,
   so the torn fragment never glues itself to the next row. Readers take the shared lock and skip a
@@ -128,6 +129,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(path)
+    if _write_unnamed(path, data):
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -138,6 +141,50 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_unnamed(path: Path, data: bytes) -> bool:
+    """Linux: write into an unnamed file (O_TMPFILE), give it a name only once it is whole and synced,
+    and rename that over ``path``. A writer killed while writing leaves nothing behind; only the
+    microseconds between the link and the rename leave a name, which the next write removes.
+    False where the filesystem has no O_TMPFILE (then a named temporary file is used)."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return False
+    try:
+        fd = os.open(path.parent, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError:
+        return False
+    tmp = None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.fchmod(fd, 0o644)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        if not _linkat_follow(f"/proc/self/fd/{fd}", str(tmp)):
+            tmp = None
+            return False
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    finally:
+        os.close(fd)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _linkat_follow(src: str, dst: str) -> bool:
+    """linkat(2) with AT_SYMLINK_FOLLOW (os.link does not follow /proc/self/fd links everywhere)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        at_fdcwd, at_symlink_follow = -100, 0x400
+        return libc.linkat(at_fdcwd, src.encode(), at_fdcwd, os.fsencode(dst), at_symlink_follow) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
