@@ -23,11 +23,16 @@ class OneLineErrors(TyperGroup):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as e:
-            e.show()
+            names = sorted(getattr(e.ctx.command, "commands", {}) or {})
+            what = f"a command: {', '.join(names)}" if names else "options"
+            click.echo(f"error: {e.ctx.command_path}: missing {what} (see --help)", err=True)
             code = e.exit_code
         except click.exceptions.ClickException as e:
             where = f"{e.ctx.command_path}: " if getattr(e, "ctx", None) is not None else ""
             got = _given(e, sys.argv[1:] if args is None else list(args))
+            names = sorted(getattr(getattr(e, "ctx", None) and e.ctx.command, "commands", None) or {})
+            if names and e.format_message().startswith(("Missing command", "No such command")):
+                got += f" (one of: {', '.join(names)})"
             click.echo(f"error: {where}{one_line(e.format_message())}{got}", err=True)
             code = e.exit_code
         except typer.Abort:
@@ -71,7 +76,7 @@ app = typer.Typer(
     name="advisor",
     cls=OneLineErrors,
     help="Pick the fastest LLM training/serving configuration that fits your GPUs, predict it, prove it.",
-    no_args_is_help=True,
+    no_args_is_help=False,  # no command is a usage error: one line, not the help screen
     add_completion=False,
     pretty_exceptions_enable=False,
 )
