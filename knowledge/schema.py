@@ -108,8 +108,8 @@ class ModelArch(Strict):
     head_dim: int | None = Field(default=None, gt=0, le=1 << 14)
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # Qwen2 has q/k/v biases
-    max_position_embeddings: int = 4096
-    param_count: int | None = None  # total parameters as transformers counts them, checked by a test
+    max_position_embeddings: int = Field(default=4096, gt=0, le=1 << 24)
+    param_count: int | None = Field(default=None, gt=0)  # total parameters as transformers counts them, checked by a test
     source: str = "inline"
 
     @model_validator(mode="after")
