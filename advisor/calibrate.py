@@ -13,7 +13,7 @@ from advisor.evaluation import (
 )
 from models.correction import SERVING_FITTED
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
-from knowledge.measurements import all_measurements, load_own, load_published
+from knowledge.measurements import all_measurements, load_own, load_profile_rows, load_published
 from knowledge.schema import Measurement
 from knowledge.store import atomic_write_json
 
@@ -21,6 +21,7 @@ from knowledge.store import atomic_write_json
 def measurements(data: str = "all", own_dir: Path | None = None) -> tuple[list[Measurement], list[str]]:
     """The rows of a data set: 'published', 'own', 'all', or one dataset name (e.g. 'own-h100')."""
     own, problems = load_own(own_dir) if own_dir else load_own()
+    own = own + load_profile_rows()
     pub = load_published()
     if data == "published":
         return pub, problems
@@ -75,6 +76,5 @@ def refit(
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     atomic_write_json(out, result)
-    load_efficiencies.cache_clear()
     all_measurements.cache_clear()
     return result

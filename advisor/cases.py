@@ -180,6 +180,10 @@ class ImpossibleProfile(AdvisorError):
     """A readable profile that cannot describe a GPU: its cases get error lines (the contract)."""
 
 
+class UnknownProfile(AdvisorError):
+    """``--profile NAME`` where NAME is no profile's name (user's or bundled); the message names the closest."""
+
+
 def load_profile_checked(name: str | Path) -> Profile:
     """A profile from a path, or the name of a shipped one (``h100x1``, ``h200x1``, ``h200x2``).
 
@@ -195,6 +199,14 @@ def load_profile_checked(name: str | Path) -> Profile:
     if not path.exists() and str(name) and "/" not in str(name):
         shipped = [PROFILE_DIR / f"{name}-full.json", PROFILE_DIR / f"{name}-quick.json", PROFILE_DIR / f"{name}.json"]
         path = next((p for p in shipped if p.is_file()), path)
+        if not path.exists():  # a name among the user's own profiles (ADVISOR_HOME/profiles)
+            from knowledge.paths import find_profile
+
+            try:
+                path = find_profile(name)
+            except AdvisorError as e:  # a bare name matching no profile: an unknown name, like an unknown model
+                if not str(name).endswith(".json"):
+                    raise UnknownProfile(str(e)) from None
     try:
         text = read_bounded_text(path, MAX_PROFILE_BYTES, "profile")
         profile = Profile.model_validate_json(text)

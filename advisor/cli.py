@@ -91,9 +91,9 @@ def _register() -> None:
     if app.registered_commands:
         return
     # Imported here so that `advisor --help` stays fast and a broken optional module names itself.
-    from advisor.commands import compare, confirm, deepspeed_config, predict, probe, recommend, validate
+    from advisor.commands import catalog, compare, confirm, deepspeed_config, predict, probe, recommend, validate
 
-    for module in (predict, recommend, deepspeed_config, validate, probe, confirm, compare):
+    for module in (predict, recommend, deepspeed_config, validate, probe, confirm, compare, catalog):
         module.register(app)
 
 

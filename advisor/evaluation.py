@@ -52,6 +52,17 @@ class Row(_Measured):
     def has_throughput(self) -> bool:
         return not self.m.measured.oom and bool(self.m.measured.tokens_per_s)
 
+    @property
+    def failure(self) -> str | None:
+        """device_oom, host_oom, or None for a run that fit (older rows mark an OOM with ``oom`` only)."""
+        m = self.m.measured
+        return m.failure or ("device_oom" if m.oom else None)
+
+    @property
+    def phases(self) -> tuple[float | None, float | None, float | None]:
+        m = self.m.measured
+        return m.forward_s, m.backward_s, m.optimizer_s
+
 
 def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[str]]:
     rows, skipped = [], []
@@ -65,8 +76,8 @@ def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[
         except (AdvisorError, ValueError) as e:
             skipped.append(f"{m.source}: {e}")
             continue
-        if m.measured.error and not m.measured.oom:
-            skipped.append(f"{m.source}: run failed ({m.measured.error[:80]})")
+        if m.measured.error and not m.measured.oom and m.measured.failure not in ("device_oom", "host_oom"):
+            skipped.append(f"{m.source}: run failed ({m.measured.error[:80]})")  # a crash or timeout says nothing
             continue
         rows.append(Row(m, case, arch, platform))
     return rows, skipped
@@ -74,7 +85,8 @@ def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[
 
 def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None) -> EfficiencyCorrection:
     usable = [r for r in rows if r.has_throughput]
-    return EfficiencyCorrection(prior=prior).fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable])
+    return EfficiencyCorrection(prior=prior).fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable],
+                                                 [r.phases for r in usable])
 
 
 def held_out_throughput(rows: Sequence[Row], by: str, progress: Callable[[str], None] | None = None) -> dict[str, list[tuple[Row, float]]]:
@@ -99,25 +111,39 @@ def mape(pairs: Sequence[tuple[float, float]]) -> float:
     return float(np.mean([abs(p - m) / m for p, m in pairs])) if pairs else math.nan
 
 
-def memory_pairs(rows: Sequence[Row], eff: Efficiencies) -> dict[str, list[tuple[float, float]]]:
+CalibrationFor = Callable[[PlatformSpec], Any]  # platform -> models.calibration.Calibration
+
+
+def memory_pairs(rows: Sequence[Row], cal_for: CalibrationFor) -> dict[str, list[tuple[float, float]]]:
     """(predicted GiB, measured GiB) per data set. Published 'GB' is converted from decimal GB."""
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
         meas = r.m.measured
         measured = meas.peak_mem_gib if meas.peak_mem_gib else (gb_to_gib(meas.peak_mem_gb_reported) if meas.peak_mem_gb_reported else None)
-        if measured is None or meas.oom:
+        if measured is None or r.failure:
             continue
-        p = predict_training(r.case, r.arch, r.platform, eff)
+        p = predict_training(r.case, r.arch, r.platform, cal_for(r.platform))
         out[r.m.dataset].append((p.peak_mem_gib, measured))
     return dict(out)
 
 
-def fit_verdicts(rows: Sequence[Row], eff: Efficiencies) -> dict[str, tuple[int, int]]:
-    """(right, total) of the fits/OOM verdict per data set."""
+def host_pairs(rows: Sequence[Row], cal_for: CalibrationFor) -> list[tuple[Row, float, float]]:
+    """(row, predicted host GiB, measured rise of the node's used RAM) for runs that recorded it."""
+    out = []
+    for r in rows:
+        if r.m.measured.host_peak_gib is not None and not r.failure:
+            p = predict_training(r.case, r.arch, r.platform, cal_for(r.platform))
+            out.append((r, p.host_mem_gib or 0.0, r.m.measured.host_peak_gib))
+    return out
+
+
+def fit_verdicts(rows: Sequence[Row], cal_for: CalibrationFor) -> dict[str, tuple[int, int]]:
+    """(right, total) of the fits verdict per data set; a host kill must be called host_oom."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
-        p = predict_training(r.case, r.arch, r.platform, eff)
-        out[r.m.dataset][0] += int(p.fits == (not r.m.measured.oom))
+        p = predict_training(r.case, r.arch, r.platform, cal_for(r.platform))
+        right = p.fits if r.failure is None else (not p.fits and (r.failure != "host_oom" or p.failure == "host_oom"))
+        out[r.m.dataset][0] += int(right)
         out[r.m.dataset][1] += 1
     return {k: (v[0], v[1]) for k, v in out.items()}
 

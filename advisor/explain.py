@@ -11,15 +11,18 @@ from knowledge.schema import TrainCase, TrainPrediction
 PHASES = ("forward", "backward", "optimizer", "communication", "offload", "overhead")
 
 
-def describe(case: TrainCase) -> str:
-    """'LoRA · ZeRO-2 · offload opt · recompute · flash · 4×8' — the knobs that were chosen."""
+def describe(case: TrainCase, zero_label: str | None = None) -> str:
+    """'LoRA · ZeRO-2 · offload opt · recompute · flash · mb 4×8' — the knobs that were chosen.
+
+    ``zero_label`` replaces 'ZeRO-2' for a row that stands for several equivalent stages ('ZeRO 0/1/2').
+    """
     parts = [{"full": "full", "lora": "LoRA", "qlora": "QLoRA"}[case.method]]
     if case.quantization == "int8":
         parts.append("int8 base")
     if case.engine == "pytorch":
         parts.append("PyTorch DDP")
     else:
-        parts.append(f"ZeRO-{case.zero_stage}")
+        parts.append(zero_label or f"ZeRO-{case.zero_stage}")
     if case.offload != "none":
         parts.append({"optimizer": "offload opt", "optimizer+params": "offload opt+params"}[case.offload])
     if case.recompute:
@@ -53,6 +56,25 @@ def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -
     theirs = {k: v / (best.step_time_s * best.tokens_per_s) for k, v in _phases(best).items()}
     worst = max(PHASES, key=lambda k: mine.get(k, 0) - theirs.get(k, 0))
     return f"{gap:.0%} slower than #1, mostly {worst} time per token; {head}"
+
+
+BOUND_SHORT = {"forward": "compute", "backward": "compute", "optimizer": "optimizer", "communication": "link",
+               "offload": "offload", "overhead": "CPU/launch"}
+
+
+def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
+    """A few words for a narrow table: 'fastest; compute' or '−12%: link'."""
+    ph = _phases(p)
+    top = max(ph.items(), key=lambda kv: kv[1])[0] if ph else "forward"
+    if rank == 1:
+        return f"fastest; {BOUND_SHORT[top]}-bound"
+    gap = 1 - p.tokens_per_s / best.tokens_per_s
+    if gap < 0.005:
+        return f"ties #1; {BOUND_SHORT[top]}-bound"
+    mine = {k: v / (p.step_time_s * p.tokens_per_s) for k, v in ph.items()}
+    theirs = {k: v / (best.step_time_s * best.tokens_per_s) for k, v in _phases(best).items()}
+    worst = max(PHASES, key=lambda k: mine.get(k, 0) - theirs.get(k, 0))
+    return f"−{gap:.0%}: more {worst}"
 
 
 def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:

@@ -6,35 +6,25 @@ into contract error lines so one bad case never stops the others.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from knowledge.catalog import resolve_model, resolve_platform
-from knowledge.efficiency import CALIBRATION_DIR, Efficiencies, load_efficiencies, load_platform_factors
+from knowledge.efficiency import Efficiencies, load_efficiencies, load_held_out_error, load_platform_factors
 from knowledge.errors import AdvisorError
 from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
+from models.calibration import Calibration, check_profile, from_fit, from_profile
 from models.platform_factors import platform_values
 from models.training import predict_training
 
 Prediction = TrainPrediction | ServePrediction
 
 
-@lru_cache(maxsize=1)
 def held_out_error() -> dict[str, float]:
-    """Held-out MAPE per task from the last fit (knowledge/calibration/fitted.json), for intervals."""
-    path = CALIBRATION_DIR / "fitted.json"
-    if not path.exists():
-        return {}
-    data = json.loads(path.read_text())
-    out = dict(data.get("held_out_mape", {}))
-    decode = data.get("serving_held_out_by_gpu", {}).get("decode_step_s", {}).get("mape")
-    if decode:
-        out["serve"] = decode
-    return out
+    """Held-out MAPE per task from the last fit, for intervals."""
+    return load_held_out_error()
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -54,46 +44,67 @@ def load_profile(path: str | Path) -> Profile:
 
 def efficiencies_for(platform: PlatformSpec, eff: Efficiencies | None = None) -> Efficiencies:
     """The fitted efficiencies with the platform's own learned factors, when it has measurements."""
-    eff = eff or load_efficiencies()
-    factors = load_platform_factors()
-    if platform.id not in factors:
-        return eff
-    return Efficiencies(**platform_values(eff.model_dump(), platform, factors))
+    return calibration_for(platform, fitted=eff).eff
+
+
+def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitted: Efficiencies | None = None,
+                    factors: dict[str, dict[str, float]] | None = None) -> Calibration:
+    """The one calibration a prediction on ``platform`` uses: the fit with the platform's learned factors,
+    or, with a profile of that machine, its measured ceilings and its real layers' framework terms.
+
+    A profile of another GPU (or of a CPU) raises AdvisorError: it would silently change nothing.
+    """
+    base = from_fit(platform, fitted or load_efficiencies(), load_platform_factors() if factors is None else factors)
+    if profile is None:
+        return base
+    why = check_profile(profile, platform)
+    if why:
+        raise AdvisorError(f"--profile does not match: {why}")
+    from models.correction import refit_on_profile  # scipy: only when a profile is given
+
+    return from_profile(platform, base, profile, lambda eff, prof: refit_on_profile(eff, prof, platform))
 
 
 def local_efficiencies(platform: PlatformSpec, eff: Efficiencies, profile: Profile | None = None) -> Efficiencies:
-    """What a prediction on ``platform`` uses: the fit, the platform's learned factors, then the probes."""
+    """Serving's efficiencies on ``platform``: the serving fit, the platform's learned factors, the probes."""
     from models.roofline import apply_profile
 
-    return apply_profile(efficiencies_for(platform, eff), platform, profile)
+    base = Efficiencies(**platform_values(eff.model_dump(), platform, load_platform_factors()))
+    return apply_profile(base, platform, profile if profile is None or not check_profile(profile, platform) else None)
 
 
 class Predictor:
-    """Predicts contract cases with the bundled (fitted) efficiencies, adjusted by a probe profile."""
+    """Predicts contract cases with the fitted calibration, or a probe profile's.
+
+    One Calibration per platform is built on first use and kept by this instance only (the entry point's
+    object), never in a module-level cache.
+    """
 
     def __init__(self, profile: Profile | None = None, efficiencies: Efficiencies | None = None) -> None:
         self.profile = profile
         self.efficiencies = efficiencies or load_efficiencies()
         self.serving_efficiencies = efficiencies  # None: the bundled serving fit
+        self._factors = load_platform_factors()
+        self._held_out = held_out_error()
+        self._calibrations: dict[str, Calibration] = {}
 
-    def _profile_for(self, gpu_id: str) -> Profile | None:
-        # a profile measured on one GPU kind says nothing about another
-        if self.profile is None or (self.profile.gpu_id and self.profile.gpu_id != gpu_id):
-            return None
-        return self.profile
+    def calibration(self, platform: PlatformSpec) -> Calibration:
+        key = f"{platform.id}/{platform.count}"
+        if key not in self._calibrations:
+            self._calibrations[key] = calibration_for(platform, self.profile, self.efficiencies, self._factors)
+        return self._calibrations[key]
 
     def predict(self, case: TrainCase | ServeCase) -> Prediction:
         platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
         arch = resolve_model(case.model)
-        profile = self._profile_for(platform.gpu.id)
-        eff = efficiencies_for(platform, self.efficiencies)
         if isinstance(case, TrainCase):
-            return predict_training(case, arch, platform, eff, profile, held_out_error().get(case.task))
+            return predict_training(case, arch, platform, self.calibration(platform), self._held_out.get(case.task))
         from models.serving import predict_serving
 
-        serve_eff = self.serving_efficiencies or load_efficiencies(task="serve")
-        return predict_serving(case, arch, platform, serve_eff, profile, held_out_error().get("serve"))
-
+        if self.profile is not None and check_profile(self.profile, platform):
+            raise AdvisorError(f"--profile does not match: {check_profile(self.profile, platform)}")
+        serve_eff = local_efficiencies(platform, self.serving_efficiencies or load_efficiencies(task="serve"))
+        return predict_serving(case, arch, platform, serve_eff, self.profile, self._held_out.get("serve"))
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:
             return self.predict(case)

@@ -9,7 +9,6 @@ its job (``advisor.storage``).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import warnings
 from collections.abc import Callable, Iterator
@@ -26,7 +25,8 @@ from models.memory import training_memory, usable_gib
 from models.setup import derive
 from models.training import predict_training
 
-MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+from advisor.space import MICRO_BATCHES, methods_for, offloads_for, quantizations_for, training_knobs, zero_stages_for
+
 BRUTE_FORCE_MAX = 4000  # configurations; above this the TPE sampler samples instead
 
 
@@ -47,9 +47,7 @@ class SearchSpec:
     micro_batches: tuple[int, ...] = MICRO_BATCHES
 
     def method_choices(self) -> tuple[str, ...]:
-        if self.methods:
-            return self.methods
-        return ("full",) if self.task == "pretrain" else ("full", "lora", "qlora")
+        return self.methods or methods_for(self.task)
 
 
 @dataclass
@@ -69,22 +67,13 @@ def _grad_accum(spec: SearchSpec, mbs: int, gpus: int) -> int | None:
 
 
 def configurations(spec: SearchSpec, gpus: int) -> Iterator[dict[str, Any]]:
-    """Every valid combination of the searched knobs, as case fields (the exhaustive space)."""
-    for method, engine, zero, offload, quant, recompute, flash, mbs in itertools.product(
-        spec.method_choices(), spec.engines, (0, 1, 2, 3), ("none", "optimizer", "optimizer+params"),
-        ("none", "int8", "nf4"), (False, True), (True, False), spec.micro_batches,
-    ):
-        if engine == "pytorch" and (zero or offload != "none"):
-            continue
-        if offload == "optimizer+params" and zero != 3 or offload == "optimizer" and zero == 0:
-            continue
-        if (method == "qlora") != (quant == "nf4") or (method == "full" and quant != "none"):
-            continue
-        accum = _grad_accum(spec, mbs, gpus)
-        if accum is None:
-            continue
-        yield dict(method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
-                   recompute=recompute, flash_attention=flash, micro_batch_size=mbs, grad_accum=accum)
+    """Every valid combination of the searched knobs, as case fields (the exhaustive space, ``advisor.space``)."""
+    for knobs in training_knobs(spec.task, spec.method_choices(), spec.engines):
+        for mbs in spec.micro_batches:
+            accum = _grad_accum(spec, mbs, gpus)
+            if accum is None:
+                continue
+            yield dict(knobs, micro_batch_size=mbs, grad_accum=accum)
 
 
 def make_case(spec: SearchSpec, knobs: dict[str, Any], gpus: int, idx: int = 0) -> TrainCase:
@@ -102,9 +91,11 @@ class Evaluator:
         self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus)
         self.arch: ModelArch = resolve_model(spec.model)
         self.gpus = spec.gpus or self.platform.count
-        from advisor.predictor import local_efficiencies
+        from advisor.predictor import calibration_for, held_out_error
 
-        self.eff = local_efficiencies(self.platform, eff, profile)
+        self.cal = calibration_for(self.platform, profile, eff)
+        self.eff = self.cal.eff
+        self.rel_error = held_out_error().get(spec.task)  # widens each prediction's interval, as `predict` does
         self.profile = profile
         self.cache: dict[tuple, Candidate | None] = {}
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)
@@ -129,19 +120,21 @@ class Evaluator:
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
-                pred = predict_training(case, self.arch, self.platform, self.eff)
+                pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error)
                 self.cache[key] = Candidate(case, pred) if pred.fits else None
         return self.cache[key]
 
 
 def _suggest(trial, spec: SearchSpec) -> dict[str, Any]:
-    """The conditional space, as Optuna trial suggestions (mirrors ``configurations``)."""
+    """The conditional space of ``advisor.space``, as Optuna trial suggestions (the same as ``configurations``)."""
     method = trial.suggest_categorical("method", list(spec.method_choices()))
     engine = trial.suggest_categorical("engine", list(spec.engines))
-    zero = trial.suggest_categorical("zero_stage", [0, 1, 2, 3]) if engine == "deepspeed" else 0
-    offload_choices = {0: ["none"], 1: ["none", "optimizer"], 2: ["none", "optimizer"], 3: ["none", "optimizer", "optimizer+params"]}[zero]
-    offload = trial.suggest_categorical(f"offload_z{zero}", offload_choices) if len(offload_choices) > 1 else "none"
-    quant = {"full": "none", "qlora": "nf4"}.get(method) or trial.suggest_categorical("lora_quantization", ["none", "int8"])
+    stages = zero_stages_for(engine)
+    zero = trial.suggest_categorical("zero_stage", list(stages)) if len(stages) > 1 else stages[0]
+    offload_choices = offloads_for(engine, zero)
+    offload = trial.suggest_categorical(f"offload_z{zero}", list(offload_choices)) if len(offload_choices) > 1 else offload_choices[0]
+    quants = quantizations_for(method)
+    quant = trial.suggest_categorical("lora_quantization", list(quants)) if len(quants) > 1 else quants[0]
     return dict(
         method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
         recompute=trial.suggest_categorical("recompute", [False, True]),

@@ -6,6 +6,7 @@ enumerated exhaustively: no sampler can miss the best point, and the ranking is 
 
 from __future__ import annotations
 
+from advisor.space import KV_BITS, WEIGHT_BITS
 from knowledge.efficiency import Efficiencies
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase, ServePrediction
@@ -47,12 +48,13 @@ def _why(case: ServeCase, p: ServePrediction, limit: int, max_tpot_ms: float | N
 
 def recommend_serving(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, *, prompt_len: int, output_len: int,
                       max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, top: int = 5,
-                      max_tensor_parallel: int | None = None) -> list[dict]:
+                      max_tensor_parallel: int | None = None, rel_error: float | None = None) -> list[dict]:
     """The ``top`` configurations by end-to-end output tokens/s among those that fit and meet the limits.
 
     Each item: the ServeCase fields, ``prediction`` (ServePrediction), ``fits`` and a one-line ``why``.
     An empty list means nothing fits or meets the latency limits. ``max_tensor_parallel`` (the user's
-    ``--gpus``) caps the tensor parallelism considered.
+    ``--gpus``) caps the tensor parallelism considered. ``rel_error`` (the held-out error of
+    the serving fit) gives each prediction its interval, as `advisor predict` does.
     """
     if prompt_len < 1 or output_len < 1:
         raise AdvisorError("prompt_len and output_len must be at least 1")
@@ -60,14 +62,14 @@ def recommend_serving(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies
     for tp in tensor_parallel_options(arch, platform):
         if max_tensor_parallel is not None and tp > max_tensor_parallel:
             continue
-        for wb in (16, 8, 4):
-            for kb in (16, 8):
+        for wb in WEIGHT_BITS:
+            for kb in KV_BITS:
                 limit = max_batch(make_setup(arch, platform, eff, tp, wb, kb), prompt_len, prompt_len + output_len)
                 for b in _batch_options(limit):
                     case = ServeCase(id=f"b{b}-tp{tp}-w{wb}-kv{kb}", hardware=platform.id, model=arch.name, task="serve",
                                      batch_size=b, prompt_len=prompt_len, output_len=output_len, weight_bits=wb,
                                      kv_bits=kb, tensor_parallel=tp)
-                    p = predict_serving(case, arch, platform, eff)
+                    p = predict_serving(case, arch, platform, eff, None, rel_error)
                     if not p.fits:
                         continue
                     if max_tpot_ms is not None and (p.tpot_s or 0.0) * 1e3 > max_tpot_ms:

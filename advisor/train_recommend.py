@@ -9,55 +9,83 @@ from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console
 from rich.table import Table
 
-from advisor.explain import alternatives, describe, smallest_footprint, why
+from advisor import hints
+from advisor.explain import alternatives, describe, short_why, smallest_footprint, why
 from advisor.output import console, err_console
 from advisor.search import Candidate, Evaluator, SearchSpec, run_search
 from knowledge.efficiency import Efficiencies
-from knowledge.schema import Profile
-from knowledge.store import atomic_write_json
+from knowledge.schema import PlatformSpec, Profile
+from knowledge.store import atomic_write_json, atomic_write_text
 from models.deepspeed_config import deepspeed_config
 
 
-def launch_line(c: Candidate, gpus: int, config_path: Path) -> str:
-    case = c.case
-    if case.engine == "pytorch":
-        return f"torchrun --nproc_per_node {gpus} train.py  # plain PyTorch{' + PEFT' if case.method != 'full' else ''}, no DeepSpeed config"
-    return f"deepspeed --num_gpus {gpus} train.py --deepspeed {config_path}"
+def launch_line(c: Candidate, gpus: int, config_path: Path, platform: PlatformSpec | None = None) -> str:
+    """The launcher line, with the environment the platform needs (``advisor.hints``)."""
+    from knowledge.catalog import resolve_platform
+
+    return hints.launch_line(c.case, platform or resolve_platform(c.case.hardware, c.case.gpus), gpus, config_path)
 
 
-def usage_note(c: Candidate) -> str:
-    """How to use the config with the Hugging Face stack for this method."""
-    case = c.case
-    steps = []
-    if case.method == "qlora":
-        steps.append("load the base with BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)")
-    elif case.quantization == "int8":
-        steps.append("load the base with BitsAndBytesConfig(load_in_8bit=True)")
-    if case.method in ("lora", "qlora"):
-        steps.append(f"wrap it with peft.get_peft_model(model, LoraConfig(r={case.lora_rank}, target_modules={case.lora_targets}))")
-    if case.recompute:
-        steps.append("call model.gradient_checkpointing_enable()")
-    steps.append(f"attn_implementation='{'sdpa' if case.flash_attention else 'eager'}'")
-    if case.engine == "deepspeed":
-        steps.append("pass the JSON as TrainingArguments(deepspeed='ds_config.json', bf16=True) or to accelerate with --use_deepspeed --deepspeed_config_file")
-    return "; ".join(steps)
+def usage_note(c: Candidate, config_path: Path | str = "ds_config.json", bf16: bool = True) -> str:
+    """How to use the config with the Hugging Face stack for this method, naming the file where it was written."""
+    return "; ".join(hints.hf_usage(c.case, config_path, bf16))
 
 
-def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator) -> dict[str, Any]:
+SAME = 0.01  # picks whose tokens/s and GiB/GPU agree within 1% are one row
+
+
+def fold_equivalent(ranked: list[Candidate]) -> list[tuple[Candidate, list[int]]]:
+    """Fold picks that differ only in the ZeRO stage and predict the same (within 1%) into one row.
+
+    On one GPU, ZeRO 0, 1 and 2 partition over a single rank: three rows of one prediction say nothing.
+    Returns (the fastest member, its equivalent stages in ascending order) in rank order.
+    """
+    groups: list[tuple[Candidate, list[int]]] = []
+    index: dict[tuple, int] = {}
+    for c in ranked:
+        knobs = c.case.model_dump(exclude={"id", "zero_stage"})
+        key = tuple(sorted((k, str(v)) for k, v in knobs.items()))
+        i = index.get(key)
+        if i is not None:
+            head = groups[i][0].prediction
+            p = c.prediction
+            if abs(p.tokens_per_s / head.tokens_per_s - 1) <= SAME and abs(p.peak_mem_gib / head.peak_mem_gib - 1) <= SAME:
+                groups[i][1].append(c.case.zero_stage)
+                continue
+        index.setdefault(key, len(groups))
+        groups.append((c, [c.case.zero_stage]))
+    return [(c, sorted(stages)) for c, stages in groups]
+
+
+def mfu(p: Any, peak_tflops: float) -> float | None:
+    """Model FLOPs utilisation from the prediction's ``model_tflops_per_gpu`` (None when it has none)."""
+    tf = getattr(p, "model_tflops_per_gpu", None)
+    return tf / peak_tflops if tf and peak_tflops else None
+
+
+def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator, stages: list[int] | None = None) -> dict[str, Any]:
     p = c.prediction
     knobs = {k: v for k, v in c.case.model_dump().items() if k not in ("id", "hardware", "model", "task")}
+    stages = stages or [c.case.zero_stage]
+    label = f"ZeRO {'/'.join(map(str, stages))}" if len(stages) > 1 else None
     return {
         "rank": rank,
         "configuration": knobs,
-        "summary": describe(c.case),
+        "equivalent_zero_stages": stages,
+        "summary": describe(c.case, label),
         "tokens_per_s": p.tokens_per_s,
         "step_time_s": p.step_time_s,
         "peak_mem_gib": p.peak_mem_gib,
         "capacity_gib": p.capacity_gib,
         "fits": p.fits,
         "why": why(rank, p, best.prediction, c.case),
+        "why_short": short_why(rank, p, best.prediction),
+        "host_mem_gib": p.host_mem_gib,
+        "model_tflops_per_gpu": getattr(p, "model_tflops_per_gpu", None),
+        "mfu": mfu(p, ev.platform.gpu.matmul_tflops),
         "deepspeed_config": deepspeed_config(c.case, ev.platform.gpu, ev.gpus) if c.case.engine == "deepspeed" else None,
         "breakdown": p.breakdown.model_dump() if p.breakdown else None,
         "interval": p.interval,
@@ -67,7 +95,12 @@ def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator) -> dict[str, 
 def recommend_train(
     spec: SearchSpec, eff: Efficiencies, profile: Profile | None, *, top: int, storage: str | None,
     study_name: str | None, sampler: str, trials: int | None, seed: int, out_dir: Path, as_json: bool,
+    wide: bool = False, confirm_hardware: str | None = None,
 ) -> None:
+    """Search, print (or ``as_json``) the ranked picks and write the top pick's configs under ``out_dir``.
+
+    ``confirm_hardware`` is what the closing `advisor confirm` line passes as --hardware (default: the platform id).
+    """
     t0 = time.perf_counter()
     quiet = as_json or not sys.stderr.isatty()
     with Progress(TextColumn("searching"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -82,45 +115,92 @@ def recommend_train(
         "hardware": ev.platform.id, "gpu": ev.platform.gpu.name, "gpus": ev.gpus, "model": ev.arch.name,
         "task": spec.task, "seq_len": spec.seq_len, "global_batch": spec.global_batch, "search": facts,
         "profile": profile.gpu_name if profile else None,
+        "host_ram_gib": ev.platform.host.host_ram_gib, "cpu_cores": ev.platform.host.cpu_cores,
     }
     if not ranked:
         _nothing_fits(spec, ev, header, as_json)
         return
     best = ranked[0]
-    items = [_item(i + 1, c, best, ev) for i, c in enumerate(ranked[:top])]
+    folded = fold_equivalent(ranked)[:top]
+    items = [_item(i + 1, c, best, ev, stages) for i, (c, stages) in enumerate(folded)]
+    ranked = [c for c, _ in folded]
     config_path = out_dir / "ds_config.json"
-    launch = launch_line(best, ev.gpus, config_path)
+    accel_path = out_dir / "accelerate_config.yaml"
+    bf16 = ev.platform.gpu.supports_bf16
+    launch = launch_line(best, ev.gpus, config_path, ev.platform)
     if best.case.engine == "deepspeed":
         atomic_write_json(config_path, items[0]["deepspeed_config"])
+        atomic_write_text(accel_path, hints.accelerate_config(best.case, ev.gpus, config_path))
     for it, c in zip(items, ranked[:top]):
-        it["launch"] = launch_line(c, ev.gpus, config_path)
-        it["usage"] = usage_note(c)
+        it["launch"] = launch_line(c, ev.gpus, config_path, ev.platform)
+        it["launch_env"] = hints.launch_env(c.case, ev.platform, ev.gpus)
+        it["usage"] = usage_note(c, config_path, bf16)
     if as_json:
-        print(json.dumps({**header, "recommendations": items, "deepspeed_config_path": str(config_path)}, indent=2))
+        extra = {"deepspeed_config_path": str(config_path)}
+        if best.case.engine == "deepspeed":
+            extra["accelerate_config_path"] = str(accel_path)
+        print(json.dumps({**header, "recommendations": items, **extra}, indent=2))
         return
-    _table(header, items, ev)
-    console.print(f"[bold]Top pick[/]: {items[0]['summary']}")
+    _table(header, items, ev, wide)
+    stages = items[0]["equivalent_zero_stages"]
+    same = f" (ZeRO {'/'.join(map(str, stages))} predict the same; the config uses ZeRO-{best.case.zero_stage})" if len(stages) > 1 else ""
+    console.print(f"[bold]Top pick[/]: {describe(best.case)}{same}")
     if best.case.engine == "deepspeed":
-        console.print(f"DeepSpeed config written to [cyan]{config_path}[/]")
-    console.print(f"Launch: [green]{launch}[/]")
-    console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False)
-    console.print(f"Prove it: advisor confirm --hardware {ev.platform.id} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False)
+        console.print(f"Wrote [cyan]{config_path}[/] (DeepSpeed) and [cyan]{accel_path}[/] (accelerate)")
+    console.print(f"Launch: [green]{launch}[/]", highlight=False, soft_wrap=True)
+    if best.case.engine == "deepspeed":
+        console.print(f"   or: [green]{hints.accelerate_line(best.case, ev.platform, ev.gpus, accel_path)}[/]", highlight=False, soft_wrap=True)
+    console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False, soft_wrap=True)
+    console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
 
 
-def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator) -> None:
+def plus_minus(value: float, interval: dict | None, key: str) -> str:
+    """'13,309 ±24%' from the prediction's interval, or just the value when it has none."""
+    text = f"{value:,.0f}"
+    if interval and key in interval:
+        lo, hi = interval[key]
+        spread = max(value - lo, hi - value) / value if value else 0.0
+        text += f" ±{spread:.0%}"
+    return text
+
+
+def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, wide: bool = False) -> None:
+    """The ranked picks. Narrow by default (fits 80 columns): configuration, tokens/s ± error, GiB per GPU,
+    host GiB, MFU when known, a short why. ``wide`` adds the step time, fits and the full why."""
     s = header["search"]
     t = Table(
         title=f"{header['model']} · {header['task']} · {header['gpus']}× {header['gpu']} · seq {header['seq_len']}",
-        caption=f"{s['sampler']} search: {s['trials']} trials over {s['space_size']} configurations in {s['seconds']:.1f} s",
-        title_justify="left",
+        caption=(f"{s['sampler']} search: {s['trials']} trials over {s['space_size']} configurations in {s['seconds']:.1f} s; "
+                 f"± = held-out error; host RAM {header['host_ram_gib']:.0f} GiB, {header['cpu_cores']} cores"),
+        title_justify="left", caption_justify="left",
     )
-    for col, just in (("#", "right"), ("configuration", "left"), ("tokens/s", "right"), ("step (s)", "right"),
-                      ("GiB/GPU", "right"), ("fits", "center"), ("why", "left")):
-        t.add_column(col, justify=just)
+    has_mfu = any(it.get("mfu") is not None for it in items)
+    cols = [("#", "right"), ("configuration", "left"), ("tokens/s", "right")]
+    if wide:
+        cols.append(("step (s)", "right"))
+    cols += [("GiB/GPU", "right"), ("host GiB", "right")]
+    if has_mfu:
+        cols.append(("MFU", "right"))
+    if wide:
+        cols.append(("fits", "center"))
+    cols.append(("why", "left"))
+    for col, just in cols:
+        t.add_column(col, justify=just, no_wrap=col in ("#", "tokens/s", "GiB/GPU"))
     for it in items:
-        t.add_row(str(it["rank"]), it["summary"], f"{it['tokens_per_s']:,.0f}", f"{it['step_time_s']:.3f}",
-                  f"{it['peak_mem_gib']:.1f} / {it['capacity_gib']:.0f}", "[green]yes[/]" if it["fits"] else "[red]no[/]", it["why"])
-    console.print(t)
+        row = [str(it["rank"]), it["summary"], plus_minus(it["tokens_per_s"], it.get("interval"), "tokens_per_s")]
+        if wide:
+            row.append(f"{it['step_time_s']:.3f}")
+        row.append(f"{it['peak_mem_gib']:.1f}/{it['capacity_gib']:.0f}")
+        row.append(f"{it['host_mem_gib']:.0f}" if it.get("host_mem_gib") else "-")
+        if has_mfu:
+            row.append(f"{it['mfu']:.0%}" if it.get("mfu") is not None else "-")
+        if wide:
+            row.append("[green]yes[/]" if it["fits"] else "[red]no[/]")
+        row.append(it["why"] if wide else it["why_short"])
+        t.add_row(*row)
+    # piped or redirected, --wide means every column unwrapped; on a terminal the terminal decides
+    out = console if console.is_terminal or not wide else Console(highlight=False, width=max(console.width, 220))
+    out.print(t)
 
 
 def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_json: bool) -> None:
@@ -131,7 +211,7 @@ def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_js
     if lean:
         from models.training import predict_training
 
-        reason = predict_training(lean[0], ev.arch, ev.platform, ev.eff).why_not_fits
+        reason = predict_training(lean[0], ev.arch, ev.platform, ev.cal).why_not_fits
         lean_d = {"configuration": describe(lean[0]), "peak_mem_gib": lean[1], "usable_gib": ev.limit_gib, "why_not": reason}
     if as_json:
         print(json.dumps({**header, "recommendations": [], "nothing_fits": True, "leanest": lean_d, "would_fit": options}, indent=2))

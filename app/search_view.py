@@ -8,7 +8,7 @@ from typing import Any
 
 from advisor.explain import alternatives, describe, smallest_footprint, why
 from advisor.search import Evaluator, SearchSpec, run_search
-from advisor.train_recommend import launch_line, usage_note
+from advisor.train_recommend import fold_equivalent, launch_line, plus_minus, usage_note
 from knowledge.efficiency import load_efficiencies
 from models.deepspeed_config import deepspeed_config
 
@@ -23,20 +23,22 @@ def train_recommendations(hardware: str, model: str | dict, task: str, gpus: int
     if not ranked:
         lean = smallest_footprint(ev)
         out["leanest"] = (describe(lean[0]), lean[1], ev.limit_gib) if lean else None
-        out["would_fit"] = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile), {})
+        out["would_fit"] = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile))
         return out
     best = ranked[0]
-    for rank, c in enumerate(ranked[:top], start=1):
+    for rank, (c, stages) in enumerate(fold_equivalent(ranked)[:top], start=1):
         p = c.prediction
+        label = f"ZeRO {'/'.join(map(str, stages))}" if len(stages) > 1 else None
         out["rows"].append({
-            "#": rank, "configuration": describe(c.case), "tokens/s": round(p.tokens_per_s),
-            "step (s)": round(p.step_time_s, 3), "GiB/GPU": round(p.peak_mem_gib, 1),
-            "of GiB": round(p.capacity_gib or 0), "fits": p.fits, "why": why(rank, p, best.prediction, c.case),
+            "#": rank, "configuration": describe(c.case, label), "tokens/s": plus_minus(p.tokens_per_s, p.interval, "tokens_per_s"),
+            "step time (s)": round(p.step_time_s, 3), "GiB per GPU": round(p.peak_mem_gib, 1),
+            "of GiB": round(p.capacity_gib or 0), "host RAM (GiB)": round(p.host_mem_gib, 1) if p.host_mem_gib else None,
+            "why": why(rank, p, best.prediction, c.case),
         })
     cfg_path = Path("ds_config.json")
     out["top_case"] = best.case.model_dump(mode="json")
-    out["launch"] = launch_line(best, ev.gpus, cfg_path)
-    out["usage"] = usage_note(best)
+    out["launch"] = launch_line(best, ev.gpus, cfg_path, ev.platform)
+    out["usage"] = usage_note(best, cfg_path, ev.platform.gpu.supports_bf16)
     out["deepspeed_json"] = (json.dumps(deepspeed_config(best.case, ev.platform.gpu, ev.gpus), indent=2)
                              if best.case.engine == "deepspeed" else None)
     return out

@@ -13,11 +13,13 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
+from advisor import space
 from app import state
-from knowledge.catalog import arch_from_hf_config, resolve_model
-from knowledge.schema import LORA_TARGETS
+from knowledge.catalog import arch_from_hf_config, resolve_model, with_host
+from knowledge.schema import LORA_TARGETS, ServeCase, TrainCase
 
 TASKS = ("finetune", "pretrain", "serve")
+TASK_LABELS = {"finetune": "fine-tune", "pretrain": "pre-train", "serve": "serve (inference)"}
 COUNTS = (1, 2, 4, 8, 16, 32, 64)
 VARIANTS = ("default", "pcie", "nvlink")
 DEFAULT_METHOD = {"pretrain": "full", "finetune": "lora"}
@@ -34,6 +36,7 @@ class Selection:
     model: str | dict | None
     model_error: str | None
     knobs: dict[str, Any] = field(default_factory=dict)
+    slo: dict[str, Any] = field(default_factory=dict)  # serving limits and burst: not case fields
 
     def case(self, hardware: str | None = None) -> dict[str, Any]:
         """The contract case of the current controls (``hardware`` overrides the platform)."""
@@ -81,8 +84,24 @@ def _hardware(prefix: str, label: str, gpu: str, count: int) -> str:
                      on_change=reset)
     n = st.selectbox(f"{label} count", COUNTS, index=COUNTS.index(count), key=f"{prefix}count", on_change=reset)
     v = st.selectbox(f"{label} interconnect", VARIANTS, key=f"{prefix}variant",
+                     format_func={"default": "as the GPU has it (NVLink where it exists)", "pcie": "PCIe only (NVLink off)",
+                                  "nvlink": "NVLink"}.get,
                      help="default: what the GPU has (NVLink where it exists); pcie: NVLink off; nvlink: force NVLink")
-    return f"{g}x{n}" + ("" if v == "default" else f"-{v}")
+    hardware = f"{g}x{n}" + ("" if v == "default" else f"-{v}")
+    if prefix:
+        return hardware
+    with st.expander("Host of this server (RAM, CPU cores)"):
+        info, _ = state.platform_info(hardware)
+        ram = st.number_input("Host RAM (GiB)", 1, 1 << 20, None, step=64, key="host_ram_gib",
+                              placeholder=f"catalog: {info.host.host_ram_gib:.0f} GiB" if info else "catalog value",
+                              help="Empty: the catalog's value for this server. Offload needs it: pinned buffers and CPU optimizer states.")
+        cores = st.number_input("CPU cores", 1, 1 << 16, None, key="cpu_cores",
+                                placeholder=f"catalog: {info.host.cpu_cores}" if info else "catalog value",
+                                help="Empty: the catalog's value. CPU Adam (ZeRO-Offload) runs on them.")
+    try:
+        return with_host(hardware, float(ram) if ram else None, int(cores) if cores else None)
+    except ValueError:
+        return hardware
 
 
 def _reset_counts() -> None:
@@ -96,7 +115,8 @@ def _reset_method() -> None:
 
 
 def _model() -> tuple[str | dict | None, str | None]:
-    src = st.radio("Model", ("catalog", "paste JSON"), key="model_src", horizontal=True)
+    src = st.radio("Model", ("catalog", "paste JSON"), key="model_src", horizontal=True,
+                   format_func={"catalog": "from the catalog", "paste JSON": "paste an architecture / config.json"}.get)
     if src == "catalog":
         names = state.model_names()
         return st.selectbox("Catalog model", names, index=names.index("llama2-7b"), key="model"), None
@@ -107,51 +127,79 @@ def _model() -> tuple[str | dict | None, str | None]:
     return model, err
 
 
-def _train_knobs(count: int) -> dict[str, Any]:
+def _choose(label: str, options: tuple, key: str, help: str | None = None, fmt=None, default=None):
+    """A selectbox over the options ``advisor.space`` allows here; a value that stopped being valid falls back."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return st.selectbox(label, options, key=key, help=help, format_func=fmt or (lambda v: space.LABELS.get(v, str(v))))
+
+
+def _nodes(count: int) -> dict[str, Any]:
+    """Servers joined by a network, where the contract's case supports them (``nodes``)."""
+    if "nodes" not in TrainCase.model_fields and "nodes" not in ServeCase.model_fields:
+        return {}
+    n = int(st.number_input("Servers (nodes)", 1, 1024, 1, key="nodes",
+                            help=f"Identical servers of {count} GPUs each, joined by the catalog's network"))
+    return {"nodes": n} if n > 1 else {}
+
+
+def _train_knobs(count: int, task: str) -> dict[str, Any]:
     k: dict[str, Any] = {}
-    k["method"] = st.selectbox("method", ("full", "lora", "qlora"), key="method")
-    k["engine"] = st.selectbox("engine", ("deepspeed", "pytorch"), key="engine")
-    k["zero_stage"] = st.selectbox("zero_stage", (0, 1, 2, 3), key="zero_stage")
-    k["offload"] = st.selectbox("offload", ("none", "optimizer", "optimizer+params"), key="offload")
-    quant = st.selectbox("quantization", ("default", "none", "int8", "nf4"), key="quantization",
-                         help="default: nf4 for qlora, none otherwise")
-    if quant != "default":
-        k["quantization"] = quant
-    k["recompute"] = st.checkbox("recompute (activation checkpointing)", key="recompute")
-    k["flash_attention"] = st.checkbox("flash_attention", value=True, key="flash_attention")
-    k["micro_batch_size"] = int(st.number_input("micro_batch_size", 1, 4096, 1, key="micro_batch_size"))
-    k["grad_accum"] = int(st.number_input("grad_accum", 1, 4096, 1, key="grad_accum"))
-    k["seq_len"] = int(st.number_input("seq_len", 1, 1 << 20, 2048, step=256, key="seq_len"))
+    k["method"] = _choose("Training method", space.methods_for(task), "method",
+                          help="pre-training trains every weight; LoRA/QLoRA train adapters on a frozen base")
+    k["engine"] = _choose("Engine", space.ENGINES, "engine")
+    k["zero_stage"] = _choose("ZeRO stage", space.zero_stages_for(k["engine"]), "zero_stage",
+                              fmt=lambda z: f"ZeRO-{z}" + (" (plain data parallel)" if z == 0 else ""))
+    k["offload"] = _choose("CPU offload (ZeRO-Offload)", space.offloads_for(k["engine"], k["zero_stage"]), "offload",
+                           help="optimizer states need ZeRO 1-3; parameters too need ZeRO-3")
+    k["quantization"] = _choose("Frozen base weights", space.quantizations_for(k["method"]), "quantization",
+                                fmt=lambda q: {"none": "16-bit", "int8": "int8 (LLM.int8)", "nf4": "NF4 4-bit (QLoRA)"}[q])
+    k["recompute"] = st.checkbox("Activation recomputation (gradient checkpointing)", key="recompute")
+    k["flash_attention"] = st.checkbox("Fused attention (FlashAttention / SDPA)", value=True, key="flash_attention")
+    k["micro_batch_size"] = int(st.number_input("Micro-batch size (sequences per GPU)", 1, 4096, 1, key="micro_batch_size"))
+    k["grad_accum"] = int(st.number_input("Gradient accumulation steps", 1, 4096, 1, key="grad_accum"))
+    k["seq_len"] = int(st.number_input("Sequence length (tokens)", 1, 1 << 20, 2048, step=256, key="seq_len"))
     lora = k["method"] != "full"
-    k["lora_rank"] = int(st.number_input("lora_rank", 1, 4096, 64, key="lora_rank", disabled=not lora))
-    k["lora_targets"] = st.multiselect("lora_targets", LORA_TARGETS, default=["q_proj", "k_proj", "v_proj", "o_proj"],
+    k["lora_rank"] = int(st.number_input("LoRA rank", 1, 4096, 64, key="lora_rank", disabled=not lora))
+    k["lora_targets"] = st.multiselect("LoRA target projections", LORA_TARGETS, default=["q_proj", "k_proj", "v_proj", "o_proj"],
                                        key="lora_targets", disabled=not lora)
-    gpus = st.selectbox("gpus (data-parallel ranks)", ("all", *range(1, count + 1)), key="gpus")
+    gpus = st.selectbox("GPUs used (data-parallel ranks)", ("all", *range(1, count + 1)), key="gpus")
     if gpus != "all":
         k["gpus"] = int(gpus)
+    k.update(_nodes(count))
     return k
 
 
-def _serve_knobs(count: int) -> dict[str, Any]:
+def _serve_knobs(count: int) -> tuple[dict[str, Any], dict[str, Any]]:
     k: dict[str, Any] = {}
-    k["batch_size"] = int(st.number_input("batch_size", 1, 65536, 1, key="batch_size"))
-    k["prompt_len"] = int(st.number_input("prompt_len", 1, 1 << 20, 512, step=128, key="prompt_len"))
-    kv = st.number_input("kv_len (empty = prompt_len)", 1, 1 << 20, None, step=128, key="kv_len")
+    k["batch_size"] = int(st.number_input("Concurrent sequences (batch)", 1, 65536, 1, key="batch_size"))
+    k["prompt_len"] = int(st.number_input("Prompt length (tokens)", 1, 1 << 20, 512, step=128, key="prompt_len"))
+    kv = st.number_input("KV-cache length of the timed decode step (tokens)", 1, 1 << 20, None, step=128, key="kv_len",
+                         placeholder="empty: the prompt length")
     if kv is not None:
         k["kv_len"] = int(kv)
-    out = st.number_input("output_len (empty = none)", 1, 1 << 20, 256, step=64, key="output_len")
+    out = st.number_input("Generated tokens per request", 1, 1 << 20, 256, step=64, key="output_len",
+                          placeholder="empty: decode step only")
     if out is not None:
         k["output_len"] = int(out)
-    k["weight_bits"] = st.selectbox("weight_bits", (16, 8, 4), key="weight_bits")
-    k["kv_bits"] = st.selectbox("kv_bits", (16, 8), key="kv_bits")
-    k["tensor_parallel"] = st.selectbox("tensor_parallel", tuple(range(1, count + 1)), key="tensor_parallel")
-    return k
+    k["weight_bits"] = _choose("Weight precision", space.WEIGHT_BITS, "weight_bits", fmt=lambda b: f"{b}-bit")
+    k["kv_bits"] = _choose("KV-cache precision", space.KV_BITS, "kv_bits", fmt=lambda b: f"{b}-bit")
+    k["tensor_parallel"] = st.selectbox("Tensor-parallel GPUs", tuple(range(1, count + 1)), key="tensor_parallel")
+    k.update(_nodes(count))
+    st.subheader("Service-level objectives")
+    slo: dict[str, Any] = {}
+    slo["max_tpot_ms"] = st.number_input("Max time per output token (ms)", 0.1, 1e6, None, key="max_tpot_ms",
+                                         placeholder="no limit", help="Recommendations keep only configurations that meet it")
+    slo["max_ttft_ms"] = st.number_input("Max time to first token (ms)", 1.0, 1e7, None, key="max_ttft_ms", placeholder="no limit")
+    slo["requests"] = st.number_input("Requests arriving at once", 1, 1 << 20, None, key="requests", placeholder="none",
+                                      help="A burst served with continuous batching by the top pick (Recommendations tab)")
+    return k, slo
 
 
 def sidebar() -> Selection:
     with st.sidebar:
         st.header("Job")
-        task = st.selectbox("task", TASKS, key="task", on_change=_reset_method)
+        task = st.selectbox("Task", TASKS, key="task", on_change=_reset_method, format_func=TASK_LABELS.get)
         if "method" not in st.session_state:
             st.session_state["method"] = DEFAULT_METHOD.get(task, "full")
         hardware = _hardware("", "Hardware", "a800", 8)
@@ -161,5 +209,5 @@ def sidebar() -> Selection:
         model, model_error = _model()
         st.header("What if…")
         count = int(st.session_state.get("count", 8))
-        knobs = _serve_knobs(count) if task == "serve" else _train_knobs(count)
-    return Selection(task, hardware, hardware_b, compare_on, model, model_error, knobs)
+        knobs, slo = _serve_knobs(count) if task == "serve" else (_train_knobs(count, task), {})
+    return Selection(task, hardware, hardware_b, compare_on, model, model_error, knobs, slo)

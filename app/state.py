@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from advisor.cases import parse_case
-from advisor.predictor import Predictor, efficiencies_for, local_efficiencies
+from advisor.predictor import Predictor, local_efficiencies
 from knowledge.catalog import gpus, models, named_platforms, resolve_model, resolve_platform
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
 
@@ -73,6 +73,14 @@ def platform_info(hardware: str) -> Result:
         return None, one_line(e)
 
 
+def hardware_label(hardware: str) -> str:
+    """How to show a hardware string: its platform id, plus the host when the sidebar overrides it."""
+    info, _ = platform_info(hardware)
+    if info is None or not hardware.lstrip().startswith("{"):
+        return hardware
+    return f"{info.id} (host {info.host.host_ram_gib:.0f} GiB RAM, {info.host.cpu_cores} cores)"
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def deepspeed_json(case_json: str) -> Result:
     """The DeepSpeed JSON for the current case, as the recommender would write it."""
@@ -96,7 +104,7 @@ def operators(case_json: str) -> Result:
         case = parse_case(json.loads(case_json))
         platform = resolve_platform(case.hardware, case.gpus)
         arch = resolve_model(case.model)
-        eff = efficiencies_for(platform, predictor().efficiencies)
+        eff = predictor().calibration(platform).eff
         ops = layer_operators(case, arch, platform, eff)
         c = ceilings(platform, eff)
         return {"ops": ops, "peak_flops": c.matmul_flops, "bandwidth": c.memory_bps, "gpu": platform.gpu.name,
@@ -120,14 +128,25 @@ def train_search(hardware: str, model: str, task: str, gpus: int | None, seq_len
 
 
 @st.cache_data(show_spinner="Searching serving configurations…", max_entries=64)
-def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, top: int = 10) -> Result:
+def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, top: int = 10,
+                 max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, requests: int | None = None) -> Result:
+    """`advisor recommend --task serve`: ranked items under the latency limits, and the top pick's burst."""
     from advisor.serve_search import recommend_serving
 
     try:
         platform = resolve_platform(hardware)
         arch = resolve_model(json.loads(model))
         eff = local_efficiencies(platform, load_efficiencies(task="serve"))
-        return recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len, top=top), None
+        items = recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len, top=top,
+                                  max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms)
+        burst = None
+        if requests and items:
+            from models.serving import continuous_batching
+
+            c = items[0]
+            burst = continuous_batching(arch, platform, eff, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
+                                        kv_bits=c["kv_bits"], tensor_parallel=c["tensor_parallel"])
+        return {"items": items, "burst": burst}, None
     except ValueError as e:
         return None, one_line(e)
 
@@ -136,20 +155,22 @@ def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, to
 def compare_mesh(hw_a: str, hw_b: str, model: str, phase: str, batches: tuple[int, ...], seqs: tuple[int, ...]) -> Result:
     """The CLI's `advisor compare`: ratio mesh, regions in words and the heatmap PNG."""
     from advisor.commands.compare import heatmap_png
-    from models.compare import comparison_mesh, describe_regions
+    from models.compare import comparison_mesh, describe_regions, fits_mesh
 
     try:
         pa, pb = resolve_platform(hw_a), resolve_platform(hw_b)
         arch = resolve_model(json.loads(model))
-        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(task="serve"), list(batches), list(seqs), phase)
+        eff = load_efficiencies(task="serve")
+        ratio, bound = comparison_mesh(arch, pa, pb, eff, list(batches), list(seqs), phase)
+        fits = fits_mesh(arch, pa, pb, eff, list(batches), list(seqs))
     except ValueError as e:
         return None, one_line(e)
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
     if name_a == name_b:
         name_a, name_b = pa.id, pb.id
-    regions = describe_regions(name_a, name_b, list(batches), list(seqs), ratio, bound)
-    png = heatmap_png(ratio, bound, list(batches), list(seqs), name_a, name_b, arch.name, phase)
-    return {"ratio": ratio, "bound": bound, "regions": regions, "png": png, "a": name_a, "b": name_b}, None
+    regions = describe_regions(name_a, name_b, list(batches), list(seqs), ratio, bound, fits=fits)
+    png = heatmap_png(ratio, bound, list(batches), list(seqs), name_a, name_b, arch.name, phase, fits)
+    return {"ratio": ratio, "bound": bound, "fits": fits, "regions": regions, "png": png, "a": name_a, "b": name_b}, None
 
 
 @st.cache_data(show_spinner="Predicting every measured run…")

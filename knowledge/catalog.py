@@ -63,6 +63,17 @@ def named_platforms() -> dict[str, dict[str, Any]]:
     return {p["id"]: p for p in json.loads(path.read_text())["platforms"]}
 
 
+@lru_cache(maxsize=1)
+def hub_ids() -> dict[str, ModelArch]:
+    """Catalog models by the Hugging Face repo their config came from (``qwen/qwen2.5-7b``), lower case."""
+    out: dict[str, ModelArch] = {}
+    for m in models().values():
+        first = m.source.split()[0] if m.source else ""
+        if "/" in first:
+            out[first.lower()] = m
+    return out
+
+
 def resolve_gpu(name: str) -> GPUSpec:
     g = gpus().get(name.lower())
     if g is None:
@@ -104,15 +115,38 @@ def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
     return gpu.pcie_gbs  # pcie, and NVLink bridge pairs, whose ring still crosses PCIe hops
 
 
+def _default_host(gpu: GPUSpec, count: int) -> HostSpec:
+    ram = DEFAULT_RAM_PER_GPU_MEMORY * count * gpu.memory_gib
+    return HostSpec(
+        cpu_cores=DEFAULT_CORES_PER_GPU * count,
+        host_ram_gib=float(2 ** math.ceil(math.log2(max(ram, 64)))),
+        source=f"default: {DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
+    )
+
+
+def is_platform_file(hardware: str) -> bool:
+    """Does ``hardware`` name a platform file or an inline platform object rather than a catalog id?"""
+    text = hardware.strip()
+    return text.startswith("{") or text.endswith(".json") or "/" in text
+
+
 def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpec:
-    """Parse a platform id such as ``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``."""
+    """A platform id (``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``), a platform file
+    (``box.json``) or an inline platform object (``{"gpu": "rtx4090", "count": 2, …}``)."""
     if not isinstance(hardware, str):
-        raise AdvisorError(f"hardware must be a platform id such as h100x8, got {hardware!r}")
+        raise AdvisorError(f"hardware must be a platform id or a platform file path, got {hardware!r}")
+    if isinstance(gpus_used, bool) or (gpus_used is not None and gpus_used < 1):
+        raise AdvisorError(f"gpus={gpus_used!r} must be a positive integer")
+    if is_platform_file(hardware):
+        from knowledge.platform_file import platform_from_spec
+
+        platform = platform_from_spec(hardware)
+        if gpus_used is not None and gpus_used > platform.count:
+            raise AdvisorError(f"gpus={gpus_used} exceeds the {platform.count} GPUs of {platform.id!r}")
+        return platform
     if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200 or hardware != hardware.strip():
         shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
         raise AdvisorError(f"hardware {shown} is not a platform id: ASCII letters and digits such as h100x8, a800x8, rtx3090x8-pcie")
-    if isinstance(gpus_used, bool) or (gpus_used is not None and gpus_used < 1):
-        raise AdvisorError(f"gpus={gpus_used!r} must be a positive integer")
     hw = hardware.strip().lower().replace("_", "-")
     hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
     if hw in gpus():  # checked first: 'rtx4090' would otherwise parse as GPU 'rt' x 4090
@@ -134,12 +168,7 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
         host = HostSpec(cpu_cores=named["cpu_cores"], host_ram_gib=named["host_ram_gib"], source=named.get("source", ""))
         notes = named.get("notes", "")
     else:
-        ram = DEFAULT_RAM_PER_GPU_MEMORY * count * gpu.memory_gib
-        host = HostSpec(
-            cpu_cores=DEFAULT_CORES_PER_GPU * count,
-            host_ram_gib=float(2 ** math.ceil(math.log2(max(ram, 64)))),
-            source=f"default: {DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
-        )
+        host = _default_host(gpu, count)
         notes = ""
     if gpus_used is not None and gpus_used > count:
         raise AdvisorError(f"gpus={gpus_used} exceeds the {count} GPUs of {hardware!r}")
@@ -152,6 +181,20 @@ def _short(value: Any) -> str:
     text = repr(value)
     text = text[:60] + ("…" if len(text) > 60 else "")
     return text if text.isprintable() else ascii(text)
+
+
+def with_host(hardware: str, host_ram_gib: float | None = None, cpu_cores: int | None = None) -> str:
+    """``hardware`` with its host replaced (``--host-ram-gib``, ``--cpu-cores``), as a hardware string
+    every command and case accepts: unchanged when neither is given, else an inline platform object."""
+    if host_ram_gib is None and cpu_cores is None:
+        return hardware
+    obj: dict[str, Any] = {"platform": hardware}
+    if host_ram_gib is not None:
+        obj["host_ram_gib"] = host_ram_gib
+    if cpu_cores is not None:
+        obj["cpu_cores"] = cpu_cores
+    resolve_platform(json.dumps(obj))  # fail now, naming the bad value
+    return json.dumps(obj, sort_keys=True)
 
 
 _HF_KEYS = (
@@ -222,4 +265,9 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         except ValidationError as e:
             err = e.errors()[0]
             raise AdvisorError(f"model config {str(cfg_path)!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    from knowledge.hub import HUB_ID_RE, hub_model
+
+    if HUB_ID_RE.match(model.strip()):
+        known = hub_ids().get(model.strip().lower())
+        return known if known else hub_model(model.strip())
     raise unknown("model", model, models().keys())

@@ -10,7 +10,6 @@ prediction can beat the roofline.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,10 +33,17 @@ class Efficiencies(BaseModel):
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
+    backward_dispatch_factor: float = _p(1.5, "prior: autograd's CPU cost per forward kernel in backward (one node per op, 1-2 kernels each)", 0.5, 5)
     step_overhead_s: float = _p(0.005, "prior: per optimizer step Python/engine bookkeeping", 0, 10)
+    zero12_hook_s: float = _p(30e-6, "prior: DeepSpeed ZeRO-1/2 gradient hook per trainable tensor per backward (Python, bucketing)", 0, 0.01)
     # --- optimizer ----------------------------------------------------------------------------
     optimizer_eff: float = _p(0.5, "prior: fused Adam streams its states at ~50% of HBM bandwidth", 0.01, 1)
-    cpu_adam_gparams_per_core_s: float = _p(0.06, "prior: DeepSpeed CPU Adam (AVX2/512) ~0.05-0.1 Gparam/s per core", 1e-4, 10)
+    # CPU Adam on T threads: 1 / (1 / (T x per-thread rate) + 1 / memory-bound rate): linear in threads
+    # until the host's memory bandwidth caps it (16 B read + 16 B written per parameter).
+    cpu_adam_thread_gparams_s: float = _p(0.35, "prior: DeepSpeed CPU Adam AVX-512 on one thread; own 2xH200 rows under torchrun (1 thread per rank): 0.36 Gparam/s", 1e-3, 10)
+    cpu_adam_bandwidth_gparams_s: float = _p(10.0, "prior: ~320 GB/s of host DRAM / 32 B per parameter; probes: 4.4 Gparam/s on 16 threads, 5.6 on 32", 0.1, 100)
+    offload_step_overhead: float = _p(1.5, "prior: DeepSpeed's offloaded step beyond the Adam kernel (grad norm, fp32<->16-bit copies, sub-group loop)", 1, 20)
+    zero3_offload_opt_overhead: float = _p(2.0, "prior: ZeRO-3 with the optimizer offloaded but parameters on the GPU copies each updated sub-group back synchronously", 1, 20)
     # --- communication ------------------------------------------------------------------------
     link_eff_nvswitch: float = _p(0.75, "prior: NCCL ring bus bandwidth ~75% of NVLink one-direction peak", 0.01, 1)
     # one efficiency for every PCIe path (with or without peer-to-peer, NVLink bridge pairs whose ring
@@ -69,31 +75,45 @@ class Efficiencies(BaseModel):
 
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
 FITTED = (
-    "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "step_overhead_s",
-    "optimizer_eff", "cpu_adam_gparams_per_core_s", "link_eff_nvswitch", "link_eff_pcie",
+    "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor",
+    "step_overhead_s", "zero12_hook_s", "optimizer_eff", "cpu_adam_thread_gparams_s", "cpu_adam_bandwidth_gparams_s",
+    "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
 )
 
 
-@lru_cache(maxsize=8)
+def _fit_file(name: str) -> dict:
+    """The fit's JSON: the user's refit (ADVISOR_HOME) or the bundled one; {} when neither exists."""
+    from knowledge.paths import calibration_file
+
+    path = calibration_file() if name == "fitted" else CALIBRATION_DIR / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def load_efficiencies(name: str = "fitted", task: str = "train") -> Efficiencies:
-    """The bundled fitted parameters when present, else the priors.
+    """The fitted parameters when present, else the priors (read each call: nothing fitted is cached).
 
     ``task="serve"`` overlays the serving fit (decode and prefill were fitted separately from training).
+    Names the current model no longer has are dropped, so an older fit still loads.
     """
-    path = CALIBRATION_DIR / f"{name}.json"
-    if not path.exists():
-        return Efficiencies()
-    data = json.loads(path.read_text())
+    data = _fit_file(name)
     values = dict(data.get("parameters", {}))
     if task == "serve":
         values.update(data.get("serving_parameters", {}))
-    return Efficiencies(**values)
+    return Efficiencies(**{k: v for k, v in values.items() if k in Efficiencies.model_fields})
 
 
-@lru_cache(maxsize=4)
 def load_platform_factors(name: str = "fitted") -> dict[str, dict[str, float]]:
     """Per-platform factors the fit learned for servers with measurements ({} when none)."""
-    path = CALIBRATION_DIR / f"{name}.json"
-    return json.loads(path.read_text()).get("platform_factors", {}) if path.exists() else {}
+    return _fit_file(name).get("platform_factors", {})
+
+
+def load_held_out_error(name: str = "fitted") -> dict[str, float]:
+    """Held-out MAPE per task from the last fit, for prediction intervals."""
+    data = _fit_file(name)
+    out = dict(data.get("held_out_mape", {}))
+    decode = data.get("serving_held_out_by_gpu", {}).get("decode_step_s", {}).get("mape")
+    if decode:
+        out["serve"] = decode
+    return out

@@ -75,10 +75,17 @@ def load_published() -> list[Measurement]:
     return rows
 
 
-def load_own(folder: Path = OWN) -> tuple[list[Measurement], list[str]]:
-    """The project's own runs (``*.jsonl``); corrupt lines are reported and skipped."""
+def load_own(folder: Path | None = None) -> tuple[list[Measurement], list[str]]:
+    """Own runs (``*.jsonl``); corrupt lines are reported and skipped.
+
+    Without ``folder``: the bundled rows, then the user's under ``ADVISOR_HOME/measurements``
+    (``knowledge.paths.measurement_files``). With ``folder``: that folder's files only.
+    """
+    from knowledge.paths import measurement_files
+
     rows, problems = [], []
-    for path in sorted(folder.glob("*.jsonl")):
+    files = measurement_files() if folder is None else sorted(Path(folder).glob("*.jsonl"))
+    for path in files:
         for n, obj, err in read_jsonl(path):
             if err:
                 problems.append(err)
@@ -90,7 +97,26 @@ def load_own(folder: Path = OWN) -> tuple[list[Measurement], list[str]]:
     return rows, problems
 
 
+def load_profile_rows() -> list[Measurement]:
+    """The real-layer rows of the bundled profiles (``advisor probe``'s design: the model cut to one and two
+    layers under real configurations), as measurements of their machine (dataset ``probe-<profile>``)."""
+    from knowledge.paths import BUNDLED_PROFILES
+    from knowledge.schema import Profile
+
+    rows = []
+    for path in sorted(BUNDLED_PROFILES.glob("*.json")):
+        try:
+            prof = Profile.model_validate_json(path.read_text())
+        except (ValidationError, OSError):
+            continue
+        for m in prof.macro:
+            if m.source == "probes.macro.run_design":
+                rows.append(m.model_copy(update={"dataset": f"probe-{path.stem}"}))
+    return rows
+
+
 @lru_cache(maxsize=1)
 def all_measurements() -> tuple[Measurement, ...]:
+    """Published rows, the bundled own rows, the bundled profiles' real-layer rows and the user's rows."""
     own, _ = load_own()
-    return tuple(load_published() + own)
+    return tuple(load_published() + own + load_profile_rows())

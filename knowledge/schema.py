@@ -244,9 +244,12 @@ class TrainPrediction(BaseModel):
     fits: bool
     breakdown: TrainBreakdown | None = None
     interval: dict[str, tuple[float, float]] | None = None
-    host_mem_gib: float | None = None  # CPU RAM the offload needs, all ranks together
+    host_mem_gib: float | None = None  # peak host RAM of the node, all ranks together
     capacity_gib: float | None = None  # device memory of one GPU
     why_not_fits: str | None = None
+    failure: Literal["device_oom", "host_oom"] | None = None  # when fits is false: which memory runs out
+    model_tflops_per_gpu: float | None = None  # model FLOPs per second per GPU (MFU numerator)
+    host_capacity_gib: float | None = None  # usable host RAM of the node the verdict was made against
 
 
 class ServeBreakdown(BaseModel):
@@ -302,6 +305,9 @@ class Environment(Strict):
     bitsandbytes: str | None = None
     date: str
     command: str
+    cpu_cores: int | None = None
+    host_ram_gib: float | None = None  # usable host RAM (cgroup limit or MemTotal)
+    omp_threads: int | None = None  # torch.get_num_threads() of rank 0: what CPU Adam runs on
 
 
 class Measured(Strict):
@@ -319,6 +325,11 @@ class Measured(Strict):
     decode_step_s: float | None = None
     e2e_output_tokens_per_s: float | None = None
     error: str | None = None  # why the run failed, when it did not produce numbers
+    # how it failed: out of GPU memory, killed by the host (signal 9 with host RAM at its limit), ran past
+    # its wall limit, or anything else
+    failure: Literal["device_oom", "host_oom", "timeout", "crash"] | None = None
+    host_peak_gib: float | None = None  # rise of the node's used RAM (MemTotal - MemAvailable) over the run
+    host_rss_gib: float | None = None  # peak resident set, summed over the ranks of the node
 
 
 class Measurement(Strict):
@@ -381,6 +392,16 @@ class CollectivePoint(Strict):
     _finite = field_validator("busbw_gbs")(lambda v: _non_negative_finite(v))
 
 
+class HostProbe(Strict):
+    """The host as `advisor probe` read it."""
+
+    cpu_cores: int
+    mem_total_gib: float
+    mem_available_gib: float
+    cgroup_limit_gib: float | None = None
+    usable_ram_gib: float
+
+
 class Profile(Strict):
     """Ceilings measured on the local GPUs; they replace catalog numbers in the performance model."""
 
@@ -397,6 +418,9 @@ class Profile(Strict):
     h2d_gbs: float | None = None  # pinned host -> device
     d2h_gbs: float | None = None
     cpu_adam_gparams_per_s: float | None = None  # DeepSpeed CPU Adam, all cores of this process
+    cpu_adam_impl: str | None = None  # which optimizer that rate is of
+    cpu_adam_threads: int | None = None  # the threads it ran on
+    host: HostProbe | None = None
     attention: list[AttentionPoint] = []
     collectives: list[CollectivePoint] = []
     macro: list[Measurement] = []

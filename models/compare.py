@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec
-from models.serving import make_setup, pass_time
+from models.serving import make_setup, max_batch, pass_time
 
 Matrix = list[list[float]]
 BoundMatrix = list[list[tuple[str, str]]]  # ("compute" | "memory" for card A, same for card B)
+FitsMatrix = list[list[tuple[bool, bool]]]  # (fits on card A, fits on card B)
 TIE = 0.02  # ratios within 2% of 1 are a draw
 
 
@@ -41,6 +42,22 @@ def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: Platf
         ratio.append(r_row)
         bound.append(b_row)
     return ratio, bound
+
+
+def cell_fits(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, batch: int, seq_len: int) -> bool:
+    """Do the 16-bit weights, ``batch`` sequences of KV cache at ``seq_len`` and the prefill transients fit one GPU?"""
+    return batch <= max_batch(make_setup(arch, platform, eff), seq_len, seq_len)
+
+
+def fits_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, eff: Efficiencies,
+              batch_sizes: list[int], seq_lens: list[int]) -> FitsMatrix:
+    """Rows = batch sizes, columns = sequence lengths: (fits on A, fits on B). A cell that does not fit
+    on a card has a time but no meaning there; the views mask it."""
+    limits = {}
+    for name, p in (("a", platform_a), ("b", platform_b)):
+        s = make_setup(arch, p, eff)
+        limits[name] = {seq: max_batch(s, seq, seq) for seq in seq_lens}
+    return [[(b <= limits["a"][seq], b <= limits["b"][seq]) for seq in seq_lens] for b in batch_sizes]
 
 
 def _span(values: list[int], idx: list[int], unit: str) -> str:
@@ -75,15 +92,22 @@ def _bound_phrase(a: str, b: str, name_a: str, name_b: str) -> str:
 
 
 def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens: list[int], ratio: Matrix,
-                     bound: BoundMatrix, tie: float = TIE) -> list[str]:
-    """One sentence per (winner, bound regime): 'A100 wins where both are compute-bound: batch ≥ 64 at seq ≤ 512'."""
+                     bound: BoundMatrix, tie: float = TIE, fits: FitsMatrix | None = None) -> list[str]:
+    """One sentence per (winner, bound regime): 'A100 wins where both are compute-bound: batch ≥ 64 at seq ≤ 512'.
+
+    With ``fits``, cells that do not fit on one card or both are described as such, not as a winner.
+    """
     groups: dict[tuple[str, tuple[str, str]], list[tuple[int, int]]] = {}
     for i, row in enumerate(ratio):
         for j, r in enumerate(row):
-            who = name_a if r > 1 + tie else name_b if r < 1 - tie else "neither"
-            groups.setdefault((who, bound[i][j]), []).append((i, j))
+            fa, fb = fits[i][j] if fits else (True, True)
+            if not (fa and fb):
+                key = ("oom", ("a" if fa else "", "b" if fb else ""))
+            else:
+                key = (name_a if r > 1 + tie else name_b if r < 1 - tie else "neither", bound[i][j])
+            groups.setdefault(key, []).append((i, j))
     lines = []
-    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "neither", -len(kv[1]))):
+    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "oom", kv[0][0] == "neither", -len(kv[1]))):
         # per sequence column, which batch rows; then merge neighbouring columns with the same rows
         by_col: dict[int, list[int]] = {}
         for i, j in cells:
@@ -97,6 +121,10 @@ def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens:
                 else:
                     parts.append(([j], run))
         where = "; ".join(f"{_span(batch_sizes, rows, 'batch')} at {_span(seq_lens, cols, 'seq')}" for cols, rows in parts)
+        if who == "oom":
+            only = name_a if ba else name_b if bb else None
+            lines.append(f"only {only} fits the model and KV cache: {where}" if only else f"neither card fits the model and KV cache: {where}")
+            continue
         verb = "is within 2%" if who == "neither" else "wins"
         subject = "neither card" if who == "neither" else who
         lines.append(f"{subject} {verb} where {_bound_phrase(ba, bb, name_a, name_b)}: {where}")

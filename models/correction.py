@@ -69,12 +69,14 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
 
     def __init__(
         self, prior: Efficiencies | None = None, params: tuple[str, ...] = FITTED, prior_weight: float = 0.1,
-        platform_weight: float = 1.0,
+        platform_weight: float = 1.0, platform_params: tuple[str, ...] = PLATFORM_PARAMS, phase_weight: float = 0.5,
     ) -> None:
         self.prior = prior
         self.params = params
         self.prior_weight = prior_weight
         self.platform_weight = platform_weight
+        self.platform_params = platform_params
+        self.phase_weight = phase_weight
 
     # Samples are prepared once: the derivation and ceilings do not depend on the fitted values,
     # except the link efficiency, which is looked up per platform inside the loop.
@@ -83,15 +85,24 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         return [(derive(c, a, p), p) for c, a, p in X]
 
     @staticmethod
-    def _predict_prepared(prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
-        out = np.empty(len(prepared))
+    def _step_times(prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
+        """(tokens/s, forward s, backward s, optimizer s) per row."""
+        out = np.empty((len(prepared), 4))
         for i, (s, p) in enumerate(prepared):
             eff = SimpleNamespace(**platform_values(eff_values, p, overrides or {}))
-            t = training_step_time(s, eff, ceilings(p, eff)).total  # type: ignore[arg-type]
-            out[i] = tokens_per_step(s) / t
+            t = training_step_time(s, eff, ceilings(p, eff))  # type: ignore[arg-type]
+            out[i, 0] = tokens_per_step(s) / t.total
+            out[i, 1:] = t.phases
         return out
 
-    def fit(self, X: Sequence[TrainSample], y: Sequence[float]) -> "EfficiencyCorrection":
+    @classmethod
+    def _predict_prepared(cls, prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
+        return cls._step_times(prepared, eff_values, overrides)[:, 0]
+
+    def fit(self, X: Sequence[TrainSample], y: Sequence[float], phases: Sequence[Sequence[float | None]] | None = None
+            ) -> "EfficiencyCorrection":
+        """Fit to tokens/s ``y``; ``phases`` (forward, backward, optimizer seconds per step, None where not
+        measured) add a residual per measured phase, so each parameter is held by the phase it acts on."""
         prior = self.prior or Efficiencies()
         base = prior.model_dump()
         y_arr = np.asarray(y, dtype=float)
@@ -100,8 +111,13 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         if not np.all(np.isfinite(y_arr)) or np.any(y_arr <= 0):
             raise ValueError("y must be positive, finite tokens/s")
         prepared = self._prepare(X)
+        ph = np.array([[np.nan if v is None else v for v in row] for row in phases], float) if phases is not None \
+            else np.full((len(X), 3), np.nan)
+        ph_mask = np.isfinite(ph) & (ph > 1e-6)
+        ph_safe = np.where(ph_mask, ph, 1.0)
+        wph = math.sqrt(self.phase_weight)
         platforms = sorted({p.id for _, p in prepared})
-        slots = [(pid, k) for pid in platforms for k in PLATFORM_PARAMS]
+        slots = [(pid, k) for pid in platforms for k in self.platform_params]
         k = len(self.params)
         z0 = np.concatenate([[_to_z(n, base[n]) for n in self.params], np.zeros(len(slots))])
         w, wp = math.sqrt(self.prior_weight), math.sqrt(self.platform_weight)
@@ -115,8 +131,9 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
             return v, over
 
         def residuals(z: np.ndarray) -> np.ndarray:
-            pred = self._predict_prepared(prepared, *unpack(z))
-            return np.concatenate([np.log(pred) - np.log(y_arr), w * (z[:k] - z0[:k]), wp * z[k:]])
+            out = self._step_times(prepared, *unpack(z))
+            phase_res = wph * (np.log(np.maximum(out[:, 1:], 1e-9)) - np.log(ph_safe))[ph_mask]
+            return np.concatenate([np.log(out[:, 0]) - np.log(y_arr), phase_res, w * (z[:k] - z0[:k]), wp * z[k:]])
 
         sol = least_squares(residuals, z0, method="trf", x_scale=1.0, max_nfev=40 * len(z0), diff_step=1e-3)
         values, over = unpack(sol.x)
@@ -200,3 +217,33 @@ class ServingCorrection(BaseEstimator, RegressorMixin):
         if eff is None:
             raise RuntimeError("ServingCorrection is not fitted; call fit first")
         return self._pairs(X, eff.model_dump())
+
+
+def refit_on_profile(eff: Efficiencies, profile, platform: PlatformSpec, params: tuple[str, ...] | None = None,
+                     prior_weight: float = 0.3) -> Efficiencies:
+    """The framework terms of ``eff`` refitted on the profile's real layers (its macro rows that ran).
+
+    The profile's measured ceilings are already in ``eff``; only ``params`` (default
+    ``models.calibration.LOCAL_PARAMS``) move, pulled toward their incoming values.
+    """
+    from pydantic import TypeAdapter
+
+    from knowledge.catalog import resolve_model
+    from knowledge.schema import Case
+    from models.calibration import LOCAL_PARAMS
+
+    X, y, ph = [], [], []
+    for m in profile.macro:
+        if not m.measured.tokens_per_s or m.case.get("task") == "serve":
+            continue
+        try:
+            case = TypeAdapter(Case).validate_python({**m.case, "hardware": platform.id})
+            X.append((case, resolve_model(case.model), platform))
+        except Exception:  # a row this version cannot read must not cost the others
+            continue
+        y.append(m.measured.tokens_per_s)
+        ph.append((m.measured.forward_s, m.measured.backward_s, m.measured.optimizer_s))
+    if len(X) < 4:
+        return eff
+    est = EfficiencyCorrection(prior=eff, params=params or LOCAL_PARAMS, prior_weight=prior_weight, platform_params=())
+    return est.fit(X, y, ph).efficiencies_

@@ -8,6 +8,7 @@ taken at the start of backward, when every saved activation and the loss buffers
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
@@ -19,11 +20,68 @@ REDUCE_BUCKET = 200_000_000
 ALLGATHER_BUCKET = 200_000_000
 STAGE3_MAX_LIVE = 300_000_000
 STAGE3_PREFETCH = 50_000_000
-# Host RAM of offload: what DeepSpeed actually allocates (fp32 master, Adam moments and fp32 gradient
-# partitions = 16 B per trainable parameter over the whole node, + 16-bit weights when parameters are
-# offloaded), not its estimators' worst case (x1.5 buffer factor, and 4 B x GPUs per node for ZeRO-2),
-# which would call the published 8x RTX 3090 / 128 GB offload runs impossible though they ran.
-HOST_BYTES_PER_TRAINABLE = 16.0
+SUB_GROUP = 1_000_000_000  # DeepSpeed's ZeRO-3 sub_group_size default: its optimizer works group by group
+# Host RAM. Measured on the lent H100 (1 rank) and 2xH200 (2 ranks) hosts as the rise of MemTotal -
+# MemAvailable over a run (knowledge/measurements/own/*-2026-11-23.jsonl, host_peak_gib): a training
+# process and its CUDA context take 0.7-0.8 GiB (PyTorch) and 1.3-1.4 GiB (DeepSpeed) per rank.
+HOST_PROCESS_GIB = {"pytorch": 0.8, "deepspeed": 1.4}
+# An offloading rank also keeps a 16-bit staging copy of its partition and a few pinned buffers (the
+# largest parameter's gradient, swap buckets): 2 B per parameter + about 2.5 GiB, from the same rows
+# (1B/3B/7B on 1 rank, 3B/8B on 2: every one within 5%).
+HOST_OFFLOAD_STAGING_BYTES = 2.0
+HOST_OFFLOAD_BUFFERS_GIB = 2.5
+# MemTotal is 98.3% of the installed RAM on both lent hosts (125.9 of 128 GiB, 251.8 of 256 GiB): the
+# firmware and the kernel keep the rest, and a job that needs more is killed (signal 9).
+HOST_USABLE_FRACTION = 0.983
+
+
+def pinned_bytes(n_bytes: float) -> float:
+    """What a pinned host buffer of ``n_bytes`` really takes: PyTorch's CachingHostAllocator rounds each
+    block up to a power of two (a 12 GiB fp32 partition takes 16 GiB)."""
+    if n_bytes <= 0:
+        return 0.0
+    return float(2 ** math.ceil(math.log2(n_bytes)))
+
+
+def host_offload_bytes(s: TrainSetup) -> float:
+    """Host RAM of the whole node for ZeRO-Offload: per rank, the fp32 master partition and the fp32
+    gradient partition in pinned memory (one block per rank for ZeRO-1/2, one per sub-group for ZeRO-3),
+    the Adam moments (8 B per parameter, pageable), the staging copy and buffers, and with parameter
+    offload the 16-bit weights (pinned)."""
+    if not s.offload_optimizer:
+        return 0.0
+    local = s.trainable / s.ranks
+    groups = _sub_groups(local) if s.zero == 3 else [local]
+    per_rank = 2 * sum(pinned_bytes(4.0 * g) for g in groups) + 8.0 * local
+    per_rank += HOST_OFFLOAD_STAGING_BYTES * local + HOST_OFFLOAD_BUFFERS_GIB * GiB
+    if s.offload_params:
+        quant = s.quantized * QUANT_BYTES[s.case.quantization] / s.ranks
+        per_rank += sum(pinned_bytes(s.half_bytes * g) for g in _sub_groups((s.trainable + s.frozen_16bit) / s.ranks)) + quant
+    return per_rank * _ranks_per_node(s)
+
+
+def _sub_groups(n: float) -> list[float]:
+    full, rest = divmod(n, SUB_GROUP)
+    return [float(SUB_GROUP)] * int(full) + ([rest] if rest else [])
+
+
+def _ranks_per_node(s: TrainSetup) -> int:
+    return min(s.ranks, s.platform.count)
+
+
+def host_bytes(s: TrainSetup) -> float:
+    """Peak host RAM of the node: the processes, offloaded states, and for ZeRO-3 the 16-bit weights
+    that ``zero.Init`` materialises on the host before partitioning them (2 B per parameter, node-wide)."""
+    process = HOST_PROCESS_GIB[s.case.engine] * GiB * _ranks_per_node(s)
+    if s.offload_optimizer:
+        return process + host_offload_bytes(s)
+    if s.case.engine == "deepspeed" and s.zero == 3:
+        return process + s.half_bytes * (s.trainable + s.frozen_16bit) * _ranks_per_node(s) / s.ranks
+    return process
+
+
+def usable_host_gib(host_ram_gib: float) -> float:
+    return host_ram_gib * HOST_USABLE_FRACTION
 
 
 @dataclass(frozen=True)
@@ -34,8 +92,9 @@ class ModelStates:
     autocast_cache: float  # 16-bit copies of fp32 weights that autocast keeps until backward ends
     grads_kept: float  # gradient buffers alive through the whole step (DeepSpeed's fp32 accumulation)
     grads_end: float  # gradients alive at the end of backward
-    optimizer_states: float
-    host: float  # CPU RAM for offloaded states, whole server
+    optimizer_states: float  # alive through the whole step (fp32 master + Adam moments)
+    host: float  # CPU RAM of the whole node
+    step_extra: float = 0.0  # only during the optimizer step: the fp32 gradient partition and its 16-bit flat copy
 
 
 @dataclass(frozen=True)
@@ -66,6 +125,12 @@ def model_state_bytes(s: TrainSetup) -> ModelStates:
     ZeRO-1/2 follow DeepSpeed's estimator (2P + 18P/N): the full 16-bit gradients never coexist,
     they are reduced bucket by bucket into a 16-bit partition (2/N) and the fp32 one (in the 16/N).
     """
+    st = _gpu_model_states(s)
+    return ModelStates(st.weights, st.autocast_cache, st.grads_kept, st.grads_end, st.optimizer_states,
+                       host_bytes(s), st.step_extra)
+
+
+def _gpu_model_states(s: TrainSetup) -> ModelStates:
     n, t = s.ranks, s.trainable
     half = s.half_bytes
     quant = s.quantized * QUANT_BYTES[s.case.quantization]
@@ -83,16 +148,22 @@ def model_state_bytes(s: TrainSetup) -> ModelStates:
         return ModelStates(t * half + frozen, 0.0, t * (half + 4.0), t * (half + 4.0), t * 12.0 / n, 0.0)
     if z in (1, 2):
         if s.offload_optimizer:  # gradients stream to the host bucket by bucket
-            return ModelStates(t * half + frozen, 0.0, 0.0, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE)
-        return ModelStates(t * half + frozen, 0.0, t * half / n, t * half / n, t * 16.0 / n, 0.0)
+            return ModelStates(t * half + frozen, 0.0, 0.0, 0.0, 0.0, 0.0)
+        # ZeRO-1 holds every 16-bit gradient until the reduction at the accumulation boundary, ZeRO-2
+        # only its partition. The fp32 gradient partition and a flat 16-bit copy exist during the step
+        # only (own rows: 3B ZeRO-1 on one H100 peaks at 22 B/param, 7B ZeRO-1/2 on two H200 at 75.4 GiB).
+        grads_end = t * half if z == 1 else t * half / n
+        return ModelStates(t * half + frozen, 0.0, 0.0, grads_end, t * 12.0 / n, 0.0, t * half / n + t * (half + 4.0) / n)
     # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered.
     gathered = min(STAGE3_MAX_LIVE * half + largest, (t + s.frozen_16bit) * half + quant)
     if s.offload_params:
-        return ModelStates(gathered, 0.0, 0.0, 0.0, 0.0, t * (HOST_BYTES_PER_TRAINABLE + half) + frozen)
+        return ModelStates(gathered, 0.0, 0.0, 0.0, 0.0, 0.0)
     w = (t * half + frozen) / n + gathered
     if s.offload_optimizer:
-        return ModelStates(w, 0.0, 0.0, 0.0, 0.0, t * HOST_BYTES_PER_TRAINABLE)
-    return ModelStates(w, 0.0, 0.0, 0.0, t * 16.0 / n, 0.0)
+        return ModelStates(w, 0.0, 0.0, 0.0, 0.0, 0.0)
+    # the flat 16-bit gradient partition is allocated at start-up (contiguous_gradients); the fp32
+    # gradients exist one sub-group at a time during the step
+    return ModelStates(w, 0.0, t * half / n, t * half / n, t * 12.0 / n, 0.0, 4.0 * min(t / n, SUB_GROUP))
 
 
 def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float:
@@ -157,11 +228,14 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     act = activation_bytes(s)
     start = st.weights + st.autocast_cache + st.grads_kept + act + logits
     end = st.weights + max(st.grads_kept, st.grads_end)
-    if start >= end:
+    step = st.weights + max(st.grads_kept, st.grads_end if s.zero != 1 else st.grads_end / s.ranks) + st.step_extra
+    if start >= max(end, step):
         return TrainMemory(st.weights + st.autocast_cache, st.grads_kept, st.optimizer_states, act, logits + comm,
                            eff.workspace_gib * GiB, st.host)
-    return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0, comm,
-                       eff.workspace_gib * GiB, st.host)
+    if end >= step:
+        return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0, comm,
+                           eff.workspace_gib * GiB, st.host)
+    return TrainMemory(st.weights, step - st.weights, st.optimizer_states, 0.0, comm, eff.workspace_gib * GiB, st.host)
 
 
 def usable_gib(memory_gib: float, eff: Efficiencies) -> float:

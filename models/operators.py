@@ -38,8 +38,9 @@ class Operator:
     kind: str  # "matmul", "attention", "elementwise", "lora"
     flops: float  # forward FLOPs, one micro-batch on one rank
     bytes: float  # bytes moved to and from device memory
-    time_s: float  # the step-time model's time for it
+    time_s: float  # the step-time model's time for it (forward)
     per_layer: bool = True  # False for the LM head (once per model)
+    backward_s: float = 0.0  # its backward: activation gradients always, weight gradients where weights train
 
     @property
     def intensity(self) -> float:
@@ -67,37 +68,54 @@ def training_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Op
     bw = c.memory_bps * eff.memory_eff
     w_bytes = QUANT_BYTES[case.quantization]
     ops: list[Operator] = []
+    weights_train = case.method == "full" and case.quantization == "none"
     for lin in linears(a):
         rows = T * lin.tokens_fraction * lin.experts  # token rows over all expert copies
         flops = lin.flops(T)
-        t = flops / (c.matmul_flops * gemm_efficiency(T * lin.tokens_fraction, eff))
+        gemm = flops / (c.matmul_flops * gemm_efficiency(T * lin.tokens_fraction, eff))
+        t, dequant = gemm, 0.0
         if case.quantization == "int8":
-            t *= eff.int8_matmul_slowdown
+            t = gemm * eff.int8_matmul_slowdown
         elif case.quantization == "nf4":
-            t += lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
+            dequant = lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
+            t = gemm + dequant
         nbytes = lin.params * w_bytes + 2.0 * rows * (lin.in_features + lin.out_features)
-        ops.append(Operator(lin.name, "matmul", flops, nbytes, t))
+        # backward: the activation gradient (a GEMM of the same size; a quantized weight is dequantized
+        # again), plus the weight gradient only where the weight trains
+        ops.append(Operator(lin.name, "matmul", flops, nbytes, t, backward_s=t + (gemm if weights_train else 0.0)))
         if s.is_lora and lin.name in case.lora_targets:
             lora_bytes = 4.0 * T * (lin.in_features + lin.out_features) * lin.experts
             lora_flops = 2.0 * T * case.lora_rank * (lin.in_features + lin.out_features) * lin.experts
-            ops.append(Operator(f"LoRA {lin.name}", "lora", lora_flops, lora_bytes, lora_bytes / bw))
+            ops.append(Operator(f"LoRA {lin.name}", "lora", lora_flops, lora_bytes, lora_bytes / bw,
+                                backward_s=2.0 * lora_bytes / bw))
     hq, kv = a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
     qkvo = 2.0 * T * (2 * hq + 2 * kv)
     att = attention_flops(a, case.micro_batch_size, case.seq_len, causal_skip=case.flash_attention)
     if case.flash_attention:
-        ops.append(Operator("attention (fused)", "attention", att, qkvo, att / (c.matmul_flops * eff.attention_eff)))
+        t_att = att / (c.matmul_flops * eff.attention_eff)
+        # FlashAttention's backward recomputes the scores: 2.5x the forward's FLOPs (Dao 2023, FA2 section 3)
+        ops.append(Operator("attention (fused)", "attention", att, qkvo, t_att, backward_s=ATTENTION_BACKWARD * t_att))
     else:
         ge = gemm_efficiency(T * a.num_experts_per_tok / a.num_local_experts, eff)
         scores = case.micro_batch_size * a.num_attention_heads * case.seq_len**2
-        ops.append(Operator("attention QKᵀ, AV (eager)", "attention", att, qkvo + 4.0 * scores, att / (c.matmul_flops * ge)))
-        ops.append(Operator("softmax, mask (eager scores)", "elementwise", 5.0 * scores, 14.0 * scores, 14.0 * scores / bw))
+        t_att = att / (c.matmul_flops * ge)
+        ops.append(Operator("attention QKᵀ, AV (eager)", "attention", att, qkvo + 4.0 * scores, t_att, backward_s=2.0 * t_att))
+        ops.append(Operator("softmax, mask (eager scores)", "elementwise", 5.0 * scores, 14.0 * scores, 14.0 * scores / bw,
+                            backward_s=2.0 * 14.0 * scores / bw))
     ew_bytes = elementwise_bytes_per_token_layer(s) * T
     i = a.intermediate_size * a.num_experts_per_tok
     ew_flops = T * (2 * 4.0 * a.hidden_size + 3.0 * (hq + kv) + 2 * 1.0 * a.hidden_size + 5.0 * i)
-    ops.append(Operator(ELEMENTWISE_NAME, "elementwise", ew_flops, ew_bytes, ew_bytes / bw))
+    # each elementwise op's backward reads the saved input and the incoming gradient, writes one gradient
+    ops.append(Operator(ELEMENTWISE_NAME, "elementwise", ew_flops, ew_bytes, ew_bytes / bw, backward_s=2.0 * ew_bytes / bw))
     hv = a.hidden_size * a.vocab_size
     head_flops = 2.0 * T * hv
-    head_t = head_flops / (c.matmul_flops * gemm_efficiency(T, eff)) + 20.0 * T * a.vocab_size / bw
+    head_gemm = head_flops / (c.matmul_flops * gemm_efficiency(T, eff))
+    loss_t = 20.0 * T * a.vocab_size / bw
     head_bytes = 2.0 * hv + 2.0 * T * a.hidden_size + 20.0 * T * a.vocab_size
-    ops.append(Operator("LM head + loss", "matmul", head_flops, head_bytes, head_t, per_layer=False))
+    head_trains = case.method == "full"  # LoRA and QLoRA freeze the LM head
+    ops.append(Operator("LM head + loss", "matmul", head_flops, head_bytes, head_gemm + loss_t, per_layer=False,
+                        backward_s=head_gemm * (1 + head_trains) + loss_t))
     return ops
+
+
+ATTENTION_BACKWARD = 2.5

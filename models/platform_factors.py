@@ -12,7 +12,7 @@ import math
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec
 
-PLATFORM_PARAMS = ("link", "h2d_eff", "cpu_adam_gparams_per_core_s", "kernel_time_s")
+PLATFORM_PARAMS = ("link", "h2d_eff", "cpu_adam_thread_gparams_s", "kernel_time_s")
 LINK_PARAM = {"nvswitch": "link_eff_nvswitch", "nvlink-pairs": "link_eff_pcie", "pcie": "link_eff_pcie", "pcie-no-p2p": "link_eff_pcie", "single": None}
 
 

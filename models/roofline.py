@@ -31,14 +31,28 @@ def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:
     }[platform.interconnect]
 
 
-def ceilings(platform: PlatformSpec, eff: Efficiencies) -> Ceilings:
+@dataclass(frozen=True)
+class ProbeRatios:
+    """What a probe achieves over the datasheet: a large square GEMM, a device copy, a pinned host->device
+    copy, NCCL's bus bandwidth over the link. The efficiencies are fitted as fractions of these probed
+    ceilings, so a profile of the machine replaces the ratios and nothing is corrected twice."""
+
+    matmul: float = 1.0
+    memory: float = 1.0
+    h2d: float = 1.0
+    link: float = 1.0
+    source: str = "datasheet"
+
+
+def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | None = None) -> Ceilings:
     g = platform.gpu
+    r = ratios or ProbeRatios()
     return Ceilings(
-        matmul_flops=g.matmul_tflops * TFLOP,
-        memory_bps=g.memory_bandwidth_gbs * GBps,
-        link_bps=0.0 if platform.count == 1 else platform.link_gbs * GBps,
+        matmul_flops=g.matmul_tflops * TFLOP * r.matmul,
+        memory_bps=g.memory_bandwidth_gbs * GBps * r.memory,
+        link_bps=0.0 if platform.count == 1 else platform.link_gbs * GBps * r.link,
         link_eff=link_efficiency(platform, eff),
-        pcie_bps=g.pcie_gbs * GBps,
+        pcie_bps=g.pcie_gbs * GBps * r.h2d,
         cpu_cores=platform.host.cpu_cores,
     )
 
@@ -58,8 +72,6 @@ def apply_profile(eff: Efficiencies, platform: PlatformSpec, profile: Profile | 
     upd["kernel_time_s"] = max(eff.kernel_time_s, profile.launch_overhead_s)
     if profile.h2d_gbs:
         upd["h2d_eff"] = min(1.0, profile.h2d_gbs / g.pcie_gbs)
-    if profile.cpu_adam_gparams_per_s:
-        upd["cpu_adam_gparams_per_core_s"] = profile.cpu_adam_gparams_per_s / max(platform.host.cpu_cores, 1)
     big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20]
     if big and platform.count > 1 and platform.link_gbs > 0:
         key = "link_eff_nvswitch" if platform.interconnect == "nvswitch" else "link_eff_pcie"

@@ -1,8 +1,12 @@
 """Time of one training step, phase by phase, in seconds. Pure functions.
 
-Each phase is a roofline term (FLOPs over a compute ceiling, bytes over a bandwidth) divided by a named
-efficiency from ``knowledge.efficiency``; GPU work and the CPU's kernel dispatch run concurrently, so a
-micro-batch takes the larger of the two.
+Each operator is a roofline term (FLOPs over a compute ceiling, bytes over a bandwidth) divided by a named
+efficiency from ``knowledge.efficiency``; its backward is counted operator by operator (activation
+gradients always, weight gradients only where weights train), so a frozen base costs what it costs.
+The CPU launches every kernel: forward and backward each take the larger of their GPU time and their
+dispatch time (kernels launched x the per-kernel cost, plus DeepSpeed's hooks and PEFT's adapters),
+which is what makes micro-batch 1, recomputation and LoRA right. The offloaded optimizer runs DeepSpeed's
+CPU Adam on the threads each rank gets.
 """
 
 from __future__ import annotations
@@ -14,58 +18,70 @@ from models.operators import training_operators
 from models.roofline import Ceilings
 from models.setup import TrainSetup
 
-# Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~7 kernels, RoPE ~12,
-# 7 projections, SDPA, SwiGLU 2, residuals 2, views/copies ~6); backward launches about twice as many.
+# Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~8 kernels, RoPE ~10,
+# 7 projections, SDPA, SwiGLU 2, residuals 2, views/copies ~4); backward's CPU cost is this times
+# ``backward_dispatch_factor`` (autograd runs one node per op).
 KERNELS_PER_LAYER_FWD = 45
 KERNELS_EAGER_ATTENTION = 6
-KERNELS_PER_LORA_TARGET = 4
+# PEFT's LoRA layer: the adapter's input cast under autocast, A, B, the scaling, the add, plus its
+# Python forward (active-adapter loop, dtype checks) worth about two launches
+KERNELS_PER_LORA_TARGET = 7
 KERNELS_PER_QUANT_LINEAR = 2
+KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
 MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
+TENSORS_PER_LAYER = 9  # trainable tensors of a fully trained layer: 7 weights + 2 norm scales
+SUB_GROUP = 1_000_000_000  # DeepSpeed's sub_group_size default: ZeRO-3 steps the optimizer group by group
 
 
 @dataclass(frozen=True)
 class StepTime:
-    forward: float  # per optimizer step (all micro-batches)
+    forward: float  # per optimizer step (all micro-batches), GPU time
     backward: float
     optimizer: float
     communication: float  # exposed
     offload: float
     overhead: float  # CPU-bound time not hidden by GPU work, plus per-step bookkeeping
+    forward_cpu_exposed: float = 0.0  # the part of ``overhead`` spent in forward (for the phase fit)
+    backward_cpu_exposed: float = 0.0
 
     @property
     def total(self) -> float:
         return self.forward + self.backward + self.optimizer + self.communication + self.offload + self.overhead
 
+    @property
+    def phases(self) -> tuple[float, float, float]:
+        """(forward, backward, optimizer) as the measurement harness times them (synchronised phases)."""
+        fwd = self.forward + self.forward_cpu_exposed
+        rest = self.overhead - self.forward_cpu_exposed - self.backward_cpu_exposed
+        return fwd, self.backward + self.backward_cpu_exposed + self.communication, self.optimizer + self.offload + rest
+
 
 @dataclass(frozen=True)
 class _Pass:
-    gpu_s: float
-    kernels: float
+    gpu_s: float  # forward GPU time, one micro-batch
+    backward_gpu_s: float  # backward GPU time (recomputation not included)
+    kernels: float  # forward kernels launched
 
 
-def _forward_pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = False) -> _Pass:
-    """One forward of one micro-batch on one rank: the operators of ``models.operators``, summed."""
+def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = False) -> _Pass:
+    """One forward (and its backward) of one micro-batch on one rank: the operators of ``models.operators``."""
     a, case = s.arch, s.case
     ops = training_operators(s, eff, c)
-    t = a.num_hidden_layers * sum(op.time_s for op in ops if op.per_layer)
+    layer = [op for op in ops if op.per_layer]
+    fwd = a.num_hidden_layers * sum(op.time_s for op in layer)
+    bwd = a.num_hidden_layers * sum(op.backward_s for op in layer)
     kernels = KERNELS_PER_LAYER_FWD + (0 if case.flash_attention else KERNELS_EAGER_ATTENTION)
     kernels += KERNELS_PER_LORA_TARGET * len(case.lora_targets) * s.is_lora
     kernels += KERNELS_PER_QUANT_LINEAR * 7 * (case.quantization != "none")
     kernels *= a.num_hidden_layers
     if not layers_only:
-        t += sum(op.time_s for op in ops if not op.per_layer)
-        kernels += 20
-    return _Pass(t, kernels)
+        fwd += sum(op.time_s for op in ops if not op.per_layer)
+        bwd += sum(op.backward_s for op in ops if not op.per_layer)
+        kernels += KERNELS_HEAD
+    return _Pass(fwd, bwd, kernels)
 
 
-def _backward_factor(s: TrainSetup) -> float:
-    """Backward GEMM work over forward: input grads always, weight grads only where weights train."""
-    if s.case.method == "full" and s.case.quantization == "none":
-        return 2.0
-    return 1.0 + (0.1 if s.is_lora else 0.0)
-
-
-def _soft_max(a: float, b: float, p: float = 4.0) -> float:
+def soft_max(a: float, b: float, p: float = 4.0) -> float:
     """max(a, b) with a smooth corner: GPU work and CPU dispatch overlap imperfectly near equality."""
     return (a**p + b**p) ** (1 / p) if a > 0 or b > 0 else 0.0
 
@@ -77,17 +93,38 @@ def _collective_s(n_bytes: float, ranks: int, c: Ceilings, eff: Efficiencies, ca
     return factor * n_bytes / (c.link_bps * c.link_eff) + calls * eff.collective_latency_s
 
 
+def cpu_adam_threads(s: TrainSetup) -> int:
+    """Threads DeepSpeed's CPU Adam gets on each rank: every core for one process; one per worker when
+    several ranks share the node, since torchrun sets OMP_NUM_THREADS=1 for each worker unless it is set
+    (own 2xH200 rows: 0.36 Gparam/s per rank, the single-thread rate)."""
+    ranks_per_node = min(s.ranks, s.platform.count)
+    return s.platform.host.cpu_cores if ranks_per_node == 1 else 1
+
+
+def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies) -> float:
+    """CPU Adam rate of one rank: linear in threads until the host's memory bandwidth caps it."""
+    return 1.0 / (1.0 / (threads * eff.cpu_adam_thread_gparams_s) + 1.0 / eff.cpu_adam_bandwidth_gparams_s)
+
+
+def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernels: float) -> tuple[float, float]:
+    """(forward, backward) CPU seconds of one micro-batch: kernel launches and DeepSpeed's hooks."""
+    case = s.case
+    fwd = fwd_kernels * eff.kernel_time_s
+    bwd = fwd_kernels * eff.kernel_time_s * eff.backward_dispatch_factor
+    if case.recompute:
+        bwd += layer_kernels * eff.kernel_time_s  # the checkpointed forward runs again
+    if case.engine == "deepspeed" and s.zero in (1, 2):
+        tensors = (2 * len(case.lora_targets) if s.is_lora else TENSORS_PER_LAYER) * s.arch.num_hidden_layers
+        bwd += tensors * eff.zero12_hook_s
+    return fwd, bwd
+
+
 def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTime:
     case, n, accum = s.case, s.ranks, s.case.grad_accum
-    fwd = _forward_pass(s, eff, c)
-    layers_fwd = _forward_pass(s, eff, c, layers_only=True)
-    bwd_gpu = fwd.gpu_s * _backward_factor(s) + (layers_fwd.gpu_s if case.recompute else 0.0)
-    bwd_kernels = 2 * fwd.kernels + (layers_fwd.kernels if case.recompute else 0)
-    # micro-batch: GPU and CPU dispatch overlap; the CPU side shows as overhead when it dominates
-    gpu_mb = fwd.gpu_s + bwd_gpu
-    cpu_mb = (fwd.kernels + bwd_kernels) * eff.kernel_time_s
-    mb = _soft_max(gpu_mb, cpu_mb)
-    overhead_mb = mb - gpu_mb
+    full = _pass(s, eff, c)
+    layers = _pass(s, eff, c, layers_only=True)
+    bwd_gpu = full.backward_gpu_s + (layers.gpu_s if case.recompute else 0.0)
+    fwd_cpu, bwd_cpu = _dispatch(s, eff, full.kernels, layers.kernels)
 
     # --- communication ----------------------------------------------------------------------
     ag, ar = (n - 1) / max(n, 1), 2 * (n - 1) / max(n, 1)
@@ -113,8 +150,14 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         per_mb_comm = passes * _collective_s(all_16bit, n, c, eff, calls, ag)
         per_mb_comm += _collective_s(s.trainable * half, n, c, eff, 1 + s.trainable / 2e8, ag)
         zero3_hooks = passes * calls * eff.zero3_module_overhead_s
-    hidden = eff.grad_overlap * min(per_mb_comm, bwd_gpu + (fwd.gpu_s if s.zero == 3 else 0.0))
+        bwd_cpu += zero3_hooks * (passes - 1) / passes
+        fwd_cpu += zero3_hooks / passes
+    hidden = eff.grad_overlap * min(per_mb_comm, bwd_gpu + (full.gpu_s if s.zero == 3 else 0.0))
     exposed_mb = per_mb_comm - hidden
+
+    # micro-batch: per phase, GPU work and the CPU's dispatch overlap; the CPU side shows when it dominates
+    fwd_exposed = soft_max(full.gpu_s, fwd_cpu) - full.gpu_s
+    bwd_exposed = soft_max(bwd_gpu, bwd_cpu) - bwd_gpu
 
     # --- optimizer and offload ---------------------------------------------------------------
     local = s.trainable / (n if (case.engine == "deepspeed") else 1)
@@ -122,22 +165,41 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     optimizer, offload = 0.0, 0.0
     h2d = c.pcie_bps * eff.h2d_eff
     if s.offload_optimizer:
-        cpu_rate = c.cpu_cores * eff.cpu_adam_gparams_per_core_s * 1e9 / n  # ranks share the host's cores
-        offload = local * 4.0 / h2d + local / cpu_rate + local * half / h2d
+        rate = cpu_adam_gparams_per_s(cpu_adam_threads(s), eff) * 1e9
+        cpu = local / rate * eff.offload_step_overhead
+        if s.zero == 3 and not s.offload_params:
+            cpu *= eff.zero3_offload_opt_overhead
+        # gradients stream to the host during backward (half hidden behind it), updated 16-bit weights return
+        grads_d2h = local * 4.0 / h2d
+        offload = cpu + grads_d2h * (1 - eff.grad_overlap) + local * half / h2d
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)
     if s.offload_params:
         offload += accum * (2 + case.recompute) * all_16bit / n / h2d
 
     return StepTime(
-        forward=accum * fwd.gpu_s,
+        forward=accum * full.gpu_s,
         backward=accum * bwd_gpu,
         optimizer=optimizer,
         communication=accum * exposed_mb + per_step_comm,
         offload=offload,
-        overhead=accum * (overhead_mb + zero3_hooks) + eff.step_overhead_s,
+        overhead=accum * (fwd_exposed + bwd_exposed) + eff.step_overhead_s,
+        forward_cpu_exposed=accum * fwd_exposed,
+        backward_cpu_exposed=accum * bwd_exposed,
     )
 
 
 def tokens_per_step(s: TrainSetup) -> int:
     return s.case.micro_batch_size * s.case.seq_len * s.case.grad_accum * s.ranks
+
+
+def model_flops_per_step(s: TrainSetup) -> float:
+    """Model FLOPs of one optimizer step on one rank (MFU's numerator): 6·N per token for trained weights,
+    4·N for a frozen base (no weight gradients), plus attention (12·layers·q-width·seq per token, the
+    PaLM appendix B convention); recomputation not counted. N = parameters that multiply activations."""
+    a, case = s.arch, s.case
+    # the embedding only looks up (a tied one still multiplies as the LM head)
+    n_mult = s.params.total - (0 if a.tie_word_embeddings else s.params.embedding)
+    per_token = (6.0 if case.method == "full" and case.quantization == "none" else 4.0) * n_mult
+    per_token += 12.0 * a.num_hidden_layers * a.num_attention_heads * a.head_size * case.seq_len
+    return per_token * case.micro_batch_size * case.seq_len * case.grad_accum

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from knowledge.efficiency import Efficiencies
-from knowledge.schema import ModelArch, PlatformSpec, Profile, TrainBreakdown, TrainCase, TrainPrediction
+from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase, TrainPrediction
 from knowledge.units import GiB
+from models.calibration import Calibration
 from models.memory import TrainMemory, training_memory, usable_gib
-from models.roofline import apply_profile, ceilings
 from models.setup import TrainSetup, derive
-from models.step_time import StepTime, tokens_per_step, training_step_time
+from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
 
 
-def _fits(s: TrainSetup, mem: TrainMemory, eff: Efficiencies) -> tuple[bool, str | None]:
-    cap = usable_gib(s.platform.gpu.memory_gib, eff)
+def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str | None, str | None]:
+    """(fits, why not, failure kind)."""
+    cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
     if peak > cap:
-        return False, f"needs {peak:.1f} GiB per GPU, {cap:.1f} GiB usable of {s.platform.gpu.memory_gib:.1f}"
+        return False, f"needs {peak:.1f} GiB per GPU, {cap:.1f} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom"
     host_gib = mem.host / GiB
-    if host_gib > 0.95 * s.platform.host.host_ram_gib:
-        return False, f"offload needs {host_gib:.0f} GiB of host RAM, the server has {s.platform.host.host_ram_gib:.0f}"
-    return True, None
+    if host_gib > cal.host_ram_gib:
+        return False, f"needs {host_gib:.0f} GiB of host RAM, {cal.host_ram_gib:.0f} GiB usable on the node", "host_oom"
+    return True, None, None
 
 
 def breakdown(mem: TrainMemory, t: StepTime) -> TrainBreakdown:
@@ -35,23 +35,23 @@ def predict_training(
     case: TrainCase,
     arch: ModelArch,
     platform: PlatformSpec,
-    eff: Efficiencies,
-    profile: Profile | None = None,
+    cal: Calibration,
     rel_error: float | None = None,
 ) -> TrainPrediction:
     """Predict one training case. ``rel_error`` (held-out MAPE) widens the throughput interval."""
-    eff = apply_profile(eff, platform, profile)
     s = derive(case, arch, platform)
-    mem = training_memory(s, eff)
-    t = training_step_time(s, eff, ceilings(platform, eff))
+    mem = training_memory(s, cal.eff)
+    t = training_step_time(s, cal.eff, cal.ceilings)
     step = t.total
     tps = tokens_per_step(s) / step
-    fits, why = _fits(s, mem, eff)
+    fits, why, failure = _fits(s, mem, cal)
     interval = None
     if rel_error:
         interval = {"tokens_per_s": (tps / (1 + rel_error), tps * (1 + rel_error)), "step_time_s": (step / (1 + rel_error), step * (1 + rel_error))}
     return TrainPrediction(
         id=case.id, tokens_per_s=tps, step_time_s=step, peak_mem_gib=mem.peak / GiB, fits=fits,
-        breakdown=breakdown(mem, t), interval=interval, host_mem_gib=mem.host / GiB or None,
-        capacity_gib=platform.gpu.memory_gib, why_not_fits=why,
+        breakdown=breakdown(mem, t), interval=interval, host_mem_gib=mem.host / GiB,
+        capacity_gib=platform.gpu.memory_gib, why_not_fits=why, failure=failure,
+        model_tflops_per_gpu=model_flops_per_step(s) / step / 1e12,
+        host_capacity_gib=cal.host_ram_gib,
     )

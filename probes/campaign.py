@@ -110,8 +110,18 @@ def run_one(case: dict[str, Any], out_file: Path, log_file: Path, timeout: float
     mine = [r for r in rows_since(out_file, offset) if r.get("case", {}).get("id") == case["id"]]
     if mine:
         return mine[-1], took
-    error = f"timeout after {timeout:.0f} s" if rc is None else f"crashed (exit code {rc}): {_last_error_line(text)}"
-    return _append_error(case, out_file, error, args), took
+    failure = failure_kind(rc, text)
+    error = f"timeout after {timeout:.0f} s" if rc is None else f"{failure} (exit code {rc}): {_last_error_line(text)}"
+    return _append_error(case, out_file, error, args, failure), took
+
+
+def failure_kind(rc: int | None, log: str) -> str:
+    """Why a case process ended without writing its row: timeout, host_oom (a SIGKILL: the kernel's OOM
+    killer, also when torchrun reports a worker's exitcode -9) or crash."""
+    if rc is None:
+        return "timeout"
+    killed = rc in (-9, 137) or "exitcode  : -9" in log or "Signals.SIGKILL" in log or "signal 9" in log.lower()
+    return "host_oom" if killed or "Killed" in log.splitlines()[-1:] else "crash"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -127,11 +137,13 @@ def _kill_group(proc: subprocess.Popen) -> None:
             continue
 
 
-def _append_error(case: dict[str, Any], out_file: Path, error: str, args: argparse.Namespace) -> dict:
+def _append_error(case: dict[str, Any], out_file: Path, error: str, args: argparse.Namespace,
+                  failure: str = "crash") -> dict:
     from knowledge.store import append_jsonl
 
     row = Measurement(dataset=args.dataset, source=f"probes.campaign --grid {args.grid}",
-                      case={k: v for k, v in case.items() if k not in META_KEYS}, measured=Measured(error=error),
+                      case={k: v for k, v in case.items() if k not in META_KEYS},
+                      measured=Measured(error=error, failure=failure),
                       environment=environment(" ".join(case_command(case, out_file, args)[1:]), light=True))
     append_jsonl(out_file, [row])
     return json.loads(row.model_dump_json())
@@ -148,7 +160,8 @@ def describe(row: dict | None) -> str:
     if m.get("error"):
         return f"ERROR {m['error'][:110]}"
     if m.get("tokens_per_s") is not None:
-        return f"{m['tokens_per_s']:>10,.0f} tok/s  step {m['step_time_s']:.3f} s  {gib}"
+        host = f"  host +{m['host_peak_gib']:.1f} GiB" if m.get("host_peak_gib") is not None else ""
+        return f"{m['tokens_per_s']:>10,.0f} tok/s  step {m['step_time_s']:.3f} s  {gib}{host}"
     parts = [f"prefill {m['prefill_s'] * 1e3:.1f} ms", f"decode {m['decode_step_s'] * 1e3:.2f} ms"]
     if m.get("e2e_output_tokens_per_s"):
         parts.append(f"e2e {m['e2e_output_tokens_per_s']:,.0f} tok/s")
@@ -193,6 +206,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--dataset", default="own", help="Measurement.dataset of the rows")
     ap.add_argument("--device", default=None, help="force cuda or cpu in every case")
     ap.add_argument("--only", default=None, help="comma-separated substrings; run only ids containing one")
+    ap.add_argument("--exclude", default=None, help="comma-separated substrings; skip ids containing one")
     ap.add_argument("--skip-done", default=None, help="a measurements.jsonl whose measured ids are skipped")
     ap.add_argument("--no-prebuild", action="store_true", help="do not pre-compile DeepSpeed ops")
     ap.add_argument("--dry-run", action="store_true", help="print the cases and commands, run nothing")
@@ -204,6 +218,9 @@ def select(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.only:
         keys = [k for k in args.only.split(",") if k]
         cases = [c for c in cases if any(k in c["id"] for k in keys)]
+    if args.exclude:
+        keys = [k for k in args.exclude.split(",") if k]
+        cases = [c for c in cases if not any(k in c["id"] for k in keys)]
     if args.skip_done and Path(args.skip_done).exists():
         done = {r["case"].get("id") for r in rows_since(Path(args.skip_done), 0)
                 if not r["measured"].get("error") or r["measured"].get("oom")}

@@ -174,7 +174,75 @@ def _h100_first() -> list[dict[str, Any]]:
     return head + list(by_id.values())
 
 
-GRIDS: dict[str, Any] = {"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke}
+# Second session (2026-11-23): where the model was weakest: offload on one and two GPUs (CPU Adam, host
+# RAM, the host kills), micro-batch 1-4 at seq 256-1024, recomputation, several architectures (GQA and
+# large vocabularies). Most informative first; the budget cuts the tail.
+_OFF = {"_timeout_s": 200, "_steps": 3, "_warmup": 1}
+_OFF_BIG = {"_timeout_s": 300, "_steps": 2, "_warmup": 1}
+
+
+def _weak(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", model, task, gpus=kw.pop("gpus", gpus), **kw)
+
+    offload = [
+        c("3b-full-ds-z2-offopt-mb1-s2048", "llama3.2-3b", "pretrain", **ds, zero_stage=2, offload="optimizer", **_OFF),
+        c("3b-full-ds-z3-offall-mb1-s2048", "llama3.2-3b", "pretrain", **ds, zero_stage=3, offload="optimizer+params", **_OFF),
+        c("8b-full-ds-z2-offopt-mb1-s2048", "llama3-8b", "pretrain", **ds, zero_stage=2, offload="optimizer", **_OFF_BIG),
+        c("3b-full-ds-z1-offopt-mb2-s4096", "llama3.2-3b", "pretrain", **ds, zero_stage=1, offload="optimizer", **_OFF),
+        c("3b-full-ds-z3-offopt-rc-mb4-s2048", "llama3.2-3b", "pretrain", **ds, zero_stage=3, offload="optimizer",
+          recompute=True, micro_batch_size=4, **_OFF),
+        c("7b-full-ds-z3-offopt-rc-mb1-s2048", "llama2-7b", "pretrain", **ds, zero_stage=3, offload="optimizer",
+          recompute=True, **_OFF_BIG),
+        c("1b-full-ds-z2-offopt-mb4-s2048", "llama3.2-1b", "pretrain", **ds, zero_stage=2, offload="optimizer", micro_batch_size=4, **_OFF),
+    ]
+    small = [
+        c("7b-lora-pt-mb1-s256", "llama2-7b", "finetune", method="lora", **pt, seq_len=256),
+        c("7b-lora-pt-rc-mb1-s512", "llama2-7b", "finetune", method="lora", **pt, recompute=True, seq_len=512),
+        c("tiny-full-ds-z2-mb1-s512", "tinyllama-1.1b", "pretrain", **ds, zero_stage=2, seq_len=512),
+        c("8b-lora-pt-mb2-s1024", "llama3-8b", "finetune", method="lora", **pt, micro_batch_size=2, seq_len=1024),
+        c("3b-full-pt-mb1-s512", "llama3.2-3b", "pretrain", **pt, seq_len=512),
+        c("7b-lora-ds-z2-mb2-s1024", "llama2-7b", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=2,
+          seq_len=1024),
+        c("qwen7b-lora-pt-rc-mb1-s1024", "qwen2.5-7b", "finetune", method="lora", **pt, recompute=True, seq_len=1024),
+        c("3b-full-ds-z1-rc-mb1-s1024", "llama3.2-3b", "pretrain", **ds, zero_stage=1, recompute=True, seq_len=1024),
+        c("7b-qlora-pt-mb1-s512", "llama2-7b", "finetune", method="qlora", **pt, seq_len=512),
+        c("tiny-full-pt-mb16-s256", "tinyllama-1.1b", "pretrain", **pt, micro_batch_size=16, seq_len=256),
+        c("mistral-lora-pt-rc-mb4-s1024", "mistral-7b", "finetune", method="lora", **pt, recompute=True,
+          micro_batch_size=4, seq_len=1024),
+        c("1b-full-pt-rc-mb2-s1024", "llama3.2-1b", "pretrain", **pt, recompute=True, micro_batch_size=2, seq_len=1024),
+        c("8b-qlora-pt-rc-mb4-s2048", "llama3-8b", "finetune", method="qlora", **pt, recompute=True, micro_batch_size=4),
+        c("3b-full-ds-z0-mb4-s350", "llama3.2-3b", "pretrain", **ds, micro_batch_size=4, seq_len=350),
+        c("7b-lora-ds-z3-mb1-s512", "llama2-7b", "finetune", method="lora", **ds, zero_stage=3, seq_len=512),
+        c("8b-full-ds-z3-rc-mb2-s4096", "llama3-8b", "pretrain", **ds, zero_stage=3, recompute=True,
+          micro_batch_size=2, seq_len=4096),
+        c("qwen7b-full-ds-z2-rc-mb1-s2048", "qwen2.5-7b", "pretrain", **ds, zero_stage=2, recompute=True),
+        c("tiny-lora-pt-mb4-s256", "tinyllama-1.1b", "finetune", method="lora", **pt, micro_batch_size=4, seq_len=256),
+        c("13b-lora-pt-rc-mb8-s1024", "llama2-13b", "finetune", method="lora", **pt, recompute=True,
+          micro_batch_size=8, seq_len=1024),
+        c("7b-lora-pt-eager-mb2-s1024", "llama2-7b", "finetune", method="lora", **pt, flash_attention=False,
+          micro_batch_size=2, seq_len=1024),
+    ]
+    if gpus == 1:
+        return offload[:3] + small[:6] + offload[3:] + small[6:]
+    two = [
+        c("tiny-full-ds-z3-mb2-s1024", "tinyllama-1.1b", "pretrain", **ds, zero_stage=3, micro_batch_size=2, seq_len=1024),
+        c("8b-full-ds-z3-offopt-mb1-s4096", "llama3-8b", "pretrain", **ds, zero_stage=3, offload="optimizer",
+          seq_len=4096, **_OFF_BIG),
+        c("8b-full-ds-z3-offall-mb1-s2048", "llama3-8b", "pretrain", **ds, zero_stage=3, offload="optimizer+params",
+          **_OFF_BIG),
+        c("7b-full-ds-z2-offopt-g1-mb2-s2048", "llama2-7b", "pretrain", **ds, zero_stage=2, offload="optimizer",
+          micro_batch_size=2, gpus=1, **_OFF_BIG),
+        c("7b-full-ds-z3-mb1-s1024", "llama2-7b", "pretrain", **ds, zero_stage=3, seq_len=1024),
+        c("8b-lora-pt-mb1-s512", "llama3-8b", "finetune", method="lora", **pt, seq_len=512),
+    ]
+    return offload[:3] + small[2:3] + two[:3] + small[:2] + two[3:] + small[3:6] + offload[3:] + small[6:]
+
+
+GRIDS: dict[str, Any] = {"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
+         "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
 
 
 def grid(name: str) -> list[dict[str, Any]]:

@@ -69,3 +69,91 @@ def macro_probe(case: TrainCase, arch: ModelArch, *, layers_lo: int = 1, layers_
         measured = Measured(tokens_per_s=tokens / step, step_time_s=step, peak_mem_gib=peak)
     return Measurement(dataset="probe-macro", source="probes.macro (extrapolated by layer count)",
                        case=case.model_dump(), measured=measured, notes=points)
+
+
+# --------------------------------------------------------------------------------------------------
+# The design `advisor probe` runs: a few real layers under a small set of real configurations, in this
+# process (a fresh interpreter per run would spend the budget importing torch). Each run is a contract case
+# whose model is the user's architecture cut to 1 or 2 layers, so the performance model predicts it as it
+# predicts any case and the calibration can learn this machine's framework overhead from the difference.
+
+DESIGN_TOKENS = ((1, 256), (4, 1024), (16, 1024))  # (micro-batch, seq): dispatch-bound to compute-bound
+
+
+def truncated(arch: ModelArch, layers: int) -> dict:
+    """``arch`` as an inline contract model with ``layers`` decoder layers."""
+    body = arch.model_dump(exclude={"name", "aliases", "param_count", "source"})
+    return {**body, "num_hidden_layers": layers, "name": f"{arch.name}[:{layers}]"}
+
+
+def design_cases(arch: ModelArch, hardware: str, *, quantized: bool = False, gpus: int = 1) -> list[dict]:
+    """The probe's configurations, most informative first (the budget may cut the tail)."""
+    out: list[dict] = []
+
+    def add(tag: str, **kw) -> None:
+        for layers in (1, 2):
+            out.append({"id": f"macro-{tag}-L{layers}", "hardware": hardware, "model": truncated(arch, layers),
+                        "gpus": gpus, **kw})
+
+    for mb, seq in DESIGN_TOKENS:
+        for rc in (False, True):
+            add(f"full-pt-mb{mb}-s{seq}{'-rc' if rc else ''}", task="pretrain", engine="pytorch",
+                micro_batch_size=mb, seq_len=seq, recompute=rc)
+            add(f"lora-pt-mb{mb}-s{seq}{'-rc' if rc else ''}", task="finetune", method="lora", engine="pytorch",
+                micro_batch_size=mb, seq_len=seq, recompute=rc)
+    for z in (0, 1, 2, 3):
+        add(f"full-ds-z{z}-mb1-s256", task="pretrain", engine="deepspeed", zero_stage=z, micro_batch_size=1, seq_len=256)
+    add("full-pt-eager-mb4-s1024", task="pretrain", engine="pytorch", flash_attention=False, micro_batch_size=4,
+        seq_len=1024)
+    add("lora-ds-z2-mb4-s1024", task="finetune", method="lora", engine="deepspeed", zero_stage=2, micro_batch_size=4,
+        seq_len=1024)
+    if quantized:
+        for mb, seq in DESIGN_TOKENS[:2]:
+            add(f"qlora-pt-mb{mb}-s{seq}", task="finetune", method="qlora", engine="pytorch", micro_batch_size=mb,
+                seq_len=seq)
+    return out
+
+
+def run_design(cases: list[dict], *, device: str = "cuda", budget_s: float = 120.0, steps: int = 3, warmup: int = 2,
+               progress=None) -> list[Measurement]:
+    """Run ``cases`` in this process until ``budget_s`` is spent; one Measurement each (errors included)."""
+    import time
+
+    from pydantic import TypeAdapter
+
+    from knowledge.catalog import resolve_model
+    from knowledge.schema import Case
+    from probes.run_case import environment
+    from probes.train_step import one_line, run_training
+
+    start, rows = time.monotonic(), []
+    per_run = None
+    for i, obj in enumerate(cases):
+        elapsed = time.monotonic() - start
+        if per_run is not None and elapsed + per_run > budget_s:
+            break
+        if progress:
+            progress(obj["id"], elapsed / budget_s)
+        case = TypeAdapter(Case).validate_python(obj)
+        t0 = time.monotonic()
+        try:
+            _reset_peak(device)
+            m = run_training(case, resolve_model(case.model), steps=steps, warmup=warmup, device=device)
+        except Exception as e:  # one configuration that cannot run must not cost the others
+            m = Measured(failure="crash", error=f"{type(e).__name__}: {one_line(e)}")
+        took = time.monotonic() - t0
+        per_run = took if per_run is None else max(per_run * 0.7 + took * 0.3, took)
+        rows.append(Measurement(dataset="probe-macro", source="probes.macro.run_design", case=case.model_dump(mode="json"),
+                                measured=m, environment=environment("advisor probe (macro design)")))
+    return rows
+
+
+def _reset_peak(device: str) -> None:
+    if device.startswith("cuda"):
+        import gc
+
+        import torch
+
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()

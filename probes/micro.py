@@ -179,6 +179,7 @@ def host_device_gbs(device: str = "cuda", n_bytes: int | None = None) -> tuple[f
 class CpuAdamRate(NamedTuple):
     gparams_per_s: float  # 10^9 parameters updated per second, fp32 params, grads and moments
     impl: str  # "deepspeed-cpu-adam", "torch-adamw-fused" or "torch-adamw"
+    threads: int  # OpenMP / torch threads it ran on
 
 
 @contextlib.contextmanager
@@ -230,7 +231,7 @@ def cpu_adam_gparams_per_s(
         except (RuntimeError, TypeError):
             opt, impl = torch.optim.AdamW([p], lr=1e-4), "torch-adamw"
     t = time_fn(opt.step, "cpu", warmup=1, repeats=repeats)
-    return CpuAdamRate(n_params / t / 1e9, impl)
+    return CpuAdamRate(n_params / t / 1e9, impl, torch.get_num_threads())
 
 
 def attention_fwd_bwd(

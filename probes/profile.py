@@ -119,7 +119,8 @@ def run_collectives(
             return []
 
 
-def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn | None = None) -> Profile:
+def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn | None = None,
+                macro_model: str | None = "llama2-7b", macro_budget_s: float = 120.0) -> Profile:
     """Measure this machine (``device`` "cuda", "cuda:N" or "cpu") and return its Profile.
 
     A probe that is not essential (GEMM sweep, host transfers, CPU Adam, attention) failing becomes a
@@ -185,7 +186,8 @@ def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn 
         def measure() -> float:
             # A DeepSpeed op build takes minutes: only the full run on a GPU machine may start one.
             rate = micro.cpu_adam_gparams_per_s(adam_params, allow_build=cuda and not quick)
-            warn(f"note: CPU Adam measured with {rate.impl}")
+            warn(f"note: CPU Adam measured with {rate.impl} on {rate.threads} threads")
+            result["adam_impl"], result["adam_threads"] = rate.impl, rate.threads
             return rate.gparams_per_s
 
         optional("adam", measure, None)
@@ -204,6 +206,24 @@ def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn 
     ]
     if cuda and gpu_count > 1:
         steps.append(("collectives", 8, collectives))
+
+    def macro() -> None:
+        from knowledge.catalog import resolve_model
+        from probes.macro import design_cases, run_design
+
+        arch = resolve_model(macro_model)
+        if not cuda:  # toy size on the CPU: the path runs, the numbers mean nothing
+            from probes.grids import TOY_ARCH
+
+            arch = resolve_model(TOY_ARCH)
+        hw = _platform_id(gpu_name, gpu_count) if cuda else "h100x1"
+        cases = design_cases(arch, hw, quantized=cuda and _has_bnb())
+        if not cuda:
+            cases = [dict(c, seq_len=16, micro_batch_size=1) for c in cases[:4]]
+        optional("macro", lambda: run_design(cases, device=device, budget_s=macro_budget_s), [])
+
+    if macro_model:
+        steps.append(("real layers", 12, macro))
     total, done = sum(w for _, w, _ in steps), 0.0
     for name, weight, step in steps:
         report(name, done / total)
@@ -227,4 +247,28 @@ def run_profile(quick: bool = False, device: str = "cuda", progress: ProgressFn 
         cpu_adam_gparams_per_s=result["adam"],
         attention=result["attention"],
         collectives=result.get("collectives", []),
+        cpu_adam_impl=result.get("adam_impl"),
+        cpu_adam_threads=result.get("adam_threads"),
+        host=_host_probe(),
+        macro=result.get("macro", []),
     )
+
+
+def _host_probe():
+    from knowledge.schema import HostProbe
+    from probes.host import host_facts
+
+    f = host_facts()
+    return HostProbe(cpu_cores=f.cpu_cores, mem_total_gib=f.mem_total_gib, mem_available_gib=f.mem_available_gib,
+                     cgroup_limit_gib=f.cgroup_limit_gib, usable_ram_gib=f.usable_ram_gib)
+
+
+def _platform_id(gpu_name: str, count: int) -> str:
+    gid = match_catalog(gpu_name)
+    return f"{gid}x{count}" if gid else f"h100x{count}"
+
+
+def _has_bnb() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("bitsandbytes") is not None

@@ -82,7 +82,14 @@ def environment(command: str, light: bool = False) -> Environment:
         available = torch.cuda.is_available()
         name = torch.cuda.get_device_name(0) if available else None
         count = torch.cuda.device_count() if available else 0
+    from probes.host import host_facts
+
+    facts = host_facts()
+    threads = None if light else __import__("torch").get_num_threads()
     return Environment(
+        cpu_cores=facts.cpu_cores,
+        host_ram_gib=facts.usable_ram_gib,
+        omp_threads=threads,
         gpu_name=name or f"cpu ({platform.processor() or platform.machine()})",
         gpu_count=count,
         driver=smi[0].split(",")[-1].strip() if smi else None,
@@ -173,9 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         from probes.train_step import is_oom, one_line
 
         if is_oom(e):
-            measured = Measured(oom=True, error=f"CUDA out of memory: {one_line(e, 200)}")
+            measured = Measured(oom=True, failure="device_oom", error=f"CUDA out of memory: {one_line(e, 200)}")
         else:
-            measured = Measured(error=f"{type(e).__name__}: {one_line(e)}")
+            measured = Measured(failure="crash", error=f"{type(e).__name__}: {one_line(e)}")
     rank = int(os.environ.get("RANK", "0"))
     if rank == 0:
         notes = "; ".join(x for x in [args.notes] + [f"{k}={v}" for k, v in info.items()] if x)

@@ -81,17 +81,17 @@ def peak_gib(dev: Any) -> float | None:
 
 
 def oom_measured(e: BaseException, dev: Any) -> Measured:
-    return Measured(oom=True, peak_mem_gib=peak_gib(dev), error=f"CUDA out of memory: {one_line(e, 200)}")
+    return Measured(oom=True, failure="device_oom", peak_mem_gib=peak_gib(dev), error=f"CUDA out of memory: {one_line(e, 200)}")
 
 
-def _max_over_ranks(value: float | None, d: Dist) -> float | None:
+def _reduce_over_ranks(value: float | None, d: Dist, op: str = "max") -> float | None:
     import torch
     import torch.distributed as dist
 
     if value is None or d.world == 1 or not dist.is_initialized():
         return value
     t = torch.tensor([value], dtype=torch.float64, device=d.device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
     return float(t.item())
 
 
@@ -150,8 +150,13 @@ def run_training(
     one more step is run with a synchronize around each phase for forward_s / backward_s / optimizer_s
     (summed over the micro-steps). A CUDA OOM returns ``Measured(oom=True)`` with the peak reached.
     """
+    from probes.host import HostPeak, max_rss_gib
+
     d = setup_distributed(device, need_group=case.engine == "deepspeed")
-    return oom_guarded(d, lambda: _run(case, arch, d, steps, warmup, ds_config, num_layers, phase_timing))
+    with HostPeak() as host:
+        m = oom_guarded(d, lambda: _run(case, arch, d, steps, warmup, ds_config, num_layers, phase_timing))
+    rss = _reduce_over_ranks(max_rss_gib(), d, "sum") if m.failure is None else None
+    return m.model_copy(update={"host_peak_gib": round(host.rise_gib, 3), "host_rss_gib": rss and round(rss, 3)})
 
 
 def oom_guarded(d: Dist, run: Callable[[], Measured]) -> Measured:
@@ -210,7 +215,7 @@ def _run(case: TrainCase, arch: ModelArch, d: Dist, steps: int, warmup: int, ds_
         sync()
         step(phases)
     step_time = statistics.median(times)
-    peak = _max_over_ranks(peak_gib(d.device), d)
+    peak = _reduce_over_ranks(peak_gib(d.device), d)
     tokens = case.micro_batch_size * case.seq_len * case.grad_accum * d.world
     del model
     return Measured(

@@ -99,12 +99,48 @@ def test_serving_knobs():
     assert _metrics(at)["GiB/GPU"] != before
 
 
-def test_invalid_combination_shows_the_advisors_line():
+def test_controls_offer_only_the_configuration_space():
+    """The sidebar's choices come from advisor.space: the combinations the search and deepspeed-config accept."""
     at = _app()
-    at.selectbox(key="offload").set_value("optimizer").run()  # ZeRO-0 cannot offload
+    at.selectbox(key="zero_stage").set_value(0).run()
     _ok(at)
-    errs = _errors(at)
-    assert errs and "zero_stage" in errs[0] and "\n" not in errs[0]
+    assert list(at.selectbox(key="offload").options) == ["none"]  # ZeRO-0 cannot offload
+    at.selectbox(key="zero_stage").set_value(3).run()
+    assert len(at.selectbox(key="offload").options) == 3
+    at.selectbox(key="offload").set_value("optimizer+params").run()
+    _ok(at)
+    at.selectbox(key="zero_stage").set_value(2).run()  # the stale offload falls back to a valid one
+    _ok(at)
+    assert not _errors(at) and at.selectbox(key="offload").value in ("none", "optimizer")
+    at.selectbox(key="task").set_value("pretrain").run()
+    _ok(at)
+    method = at.selectbox(key="method")
+    assert len(method.options) == 1 and method.value == "full"  # pre-training with LoRA means nothing
+
+
+def test_labels_are_words_not_field_names():
+    at = _app()
+    labels = [w.label for kind in ("selectbox", "number_input", "checkbox") for w in at.get(kind)]
+    raw = {"micro_batch_size", "grad_accum", "seq_len", "zero_stage", "flash_attention", "lora_rank", "method", "offload"}
+    assert not raw & set(labels), raw & set(labels)
+    assert not any("tokens_per_s" in c.value for c in at.caption)
+
+
+def test_serving_objectives_and_burst_in_recommendations():
+    at = _app()
+    at.selectbox(key="task").set_value("serve").run()
+    _ok(at)
+    at.number_input(key="max_tpot_ms").set_value(1000.0).run()
+    _ok(at)
+    assert any("time per output token" in s.value for s in [*at.success, *at.warning])
+    at.session_state["tab"] = "Recommendations"
+    at.number_input(key="requests").set_value(64).run()
+    _ok(at)
+    assert not _errors(at), _errors(at)
+    assert at.dataframe and any("64 requests at once" in md.value for md in at.markdown)
+    at.number_input(key="max_tpot_ms").set_value(0.1).run()  # nothing decodes a token in 0.1 ms
+    _ok(at)
+    assert any("time per output token ≤ 0.1 ms" in e for e in _errors(at))
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -153,3 +189,17 @@ def test_operators_add_up_to_the_forward_pass():
         total = sum(o.time_s * (arch.num_hidden_layers if o.per_layer else 1) for o in ops)
         assert total == pytest.approx(_forward_pass(derive(case, arch, platform), eff, ceilings(platform, eff)).gpu_s, rel=1e-9)
         assert all(o.flops > 0 and o.bytes > 0 and o.achieved_flops <= platform.gpu.matmul_tflops * 1e12 for o in ops)
+
+
+def test_host_override_changes_what_fits_and_reads_as_words():
+    at = _app()
+    at.selectbox(key="gpu").set_value("rtx4090").run()
+    at.selectbox(key="zero_stage").set_value(3).run()
+    at.selectbox(key="offload").set_value("optimizer+params").run()
+    _ok(at)
+    assert _metrics(at)["fits"] == "yes"
+    at.number_input(key="host_ram_gib").set_value(8).run()  # far too little for CPU optimizer states
+    _ok(at)
+    assert _metrics(at)["fits"] == "no"
+    assert any("rtx4090x8 (host 8 GiB RAM" in md.value for md in at.markdown)
+    assert not any('{"' in md.value for md in at.markdown)  # no raw JSON platform strings

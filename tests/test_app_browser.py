@@ -93,7 +93,7 @@ def test_browser_shows_and_updates_the_prediction(server, chromium, tmp_path):
             before = _metric(page, "GiB/GPU")
             assert float(before) > 0
 
-            box = page.get_by_label("micro_batch_size")
+            box = page.get_by_label("Micro-batch size (sequences per GPU)")
             box.fill("4")
             box.press("Enter")
             after = _wait_change(page, "GiB/GPU", before)

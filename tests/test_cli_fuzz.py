@@ -282,7 +282,7 @@ def test_predict_stdin_and_model_paths(tmp_path):
 
 def test_predict_profiles(tmp_path):
     """A profile of another GPU, a CPU profile, impossible ceilings: error lines, never a silent prediction."""
-    shipped = json.loads((Path(__file__).resolve().parents[1] / "knowledge/measurements/profiles/h100x1-quick.json").read_text())
+    shipped = json.loads((Path(__file__).resolve().parents[1] / "knowledge/measurements/profiles/h100x1.json").read_text())
     cases = tmp_path / "c.jsonl"
     cases.write_text(json.dumps({**TRAIN, "hardware": "h100x1"}) + "\n" + json.dumps({**TRAIN, "id": "a800", "hardware": "a800x8"}) + "\n")
     variants = {"cpu": {**shipped, "gpu_name": "cpu", "gpu_id": None}}
@@ -301,9 +301,10 @@ def test_predict_profiles(tmp_path):
     r = invoke(["predict", "--cases", str(cases), "--json", "--profile", str(ok)])
     rows = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.exit_code == 1 and "error" not in rows[0] and "does not match" in rows[1]["error"], rows
-    for bad in ("/dev/zero", str(tmp_path), str(tmp_path / "none.json"), "nosuchprofile"):
+    for bad, code in (("/dev/zero", 2), (str(tmp_path), 2), (str(tmp_path / "none.json"), 2),
+                      ("nosuchprofile", 1)):  # a file that cannot be read exits 2; a name no profile has exits 1, like an unknown model
         r = invoke(["predict", "--cases", str(cases), "--json", "--profile", bad])
-        assert r.exit_code == 2 and r.stdout == ""
+        assert r.exit_code == code and r.stdout == "", (bad, r.exit_code)
         check_failure_line(r, bad)
 
 
@@ -350,6 +351,19 @@ def other_command_args(tmp_path: Path):
         (["recommend"], 2),
         (["recommend", "-H", "h100x8", "-t", "serve", "-m", "7b", "--prompt-len", "4000", "--output-len", "1000"], 1),
         (["recommend", "-H", "h100x8", "-t", "serve", "-m", "7b", "--gpus", "9"], 1),
+    ]
+    for opt in ("--host-ram-gib", "--cpu-cores"):  # the host of the server (adopt's options), bounded like the rest
+        out += [([*rec, opt, v], 2) for v in ("0", "-1", "nan", "inf", "1e30", "abc", "", "\uff11", "9" * 400)]
+    loop = tmp_path / "loop.json"
+    loop.write_text(json.dumps({"platform": str(loop), "host_ram_gib": 64}))
+    out += [
+        ([*rec, "-H", "/dev/zero"], 1),  # a platform file is read bounded and non-blocking
+        ([*rec, "-H", str(tmp_path)], 1),
+        ([*rec, "-H", str(tmp_path / "none.json")], 1),
+        ([*rec, "-H", str(loop)], 1),  # a platform file naming itself
+        ([*rec, "-H", json.dumps({"gpu": "h100", "count": 10**9})], 1),
+        ([*rec, "-H", json.dumps({"platform": "h100x1", "id": "h100\uff11"})], 1),
+        ([*rec, "-H", "{" * 5000], 1),
     ]
     ds = ["deepspeed-config", "--out", str(tmp_path / "ds.json")]
     for opt in ("--zero-stage", "--micro-batch-size", "--grad-accum", "--gpus"):

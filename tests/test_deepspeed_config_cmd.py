@@ -29,7 +29,7 @@ def test_writes_a_config_deepspeed_accepts(tmp_path):
 
 def test_fp16_on_a_gpu_without_bf16(tmp_path):
     out = tmp_path / "ds.json"
-    r = CliRunner().invoke(app, ["deepspeed-config", "--hardware", "v100x8", "--task", "pretrain", "--zero-stage", "2",
+    r = CliRunner().invoke(app, ["deepspeed-config", "--hardware", "v100x8", "--task", "pretrain", "--zero-stage", "2", "--model", "llama3.2-1b",
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     cfg = json.loads(out.read_text())
@@ -45,3 +45,63 @@ def test_impossible_combination_is_one_line(tmp_path):
     assert r.exit_code == 1
     assert "zero_stage" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "x.json").exists()
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, ["deepspeed-config", *args])
+
+
+def test_refuses_what_does_not_fit_with_the_gib_and_force_writes_it(tmp_path):
+    out = tmp_path / "ds.json"
+    r = _run("--hardware", "rtx4090x1", "--task", "finetune", "--model", "70b", "--method", "lora", "--zero-stage", "0", "--out", str(out))
+    assert r.exit_code == 1
+    line = r.output.strip()
+    assert "not to fit" in line and "GiB" in line and "--force" in line and "\n" not in line
+    assert not out.exists()
+    r = _run("--hardware", "rtx4090x1", "--task", "finetune", "--model", "70b", "--method", "lora", "--zero-stage", "0",
+             "--out", str(out), "--force")
+    assert r.exit_code == 0, r.output
+    assert out.exists() and "--force" in r.output
+
+
+def test_refuses_offload_that_needs_more_host_ram_than_given(tmp_path):
+    args = ["--hardware", "rtx4090x8", "--task", "finetune", "--model", "70b", "--method", "full", "--zero-stage", "3",
+            "--offload", "optimizer+params", "--recompute", "--out", str(tmp_path / "ds.json")]
+    r = _run(*args, "--host-ram-gib", "64")
+    assert r.exit_code == 1 and "host RAM" in r.output and "64" in r.output
+
+
+def test_refuses_meaningless_combinations(tmp_path):
+    out = str(tmp_path / "x.json")
+    r = _run("--task", "pretrain", "--method", "lora", "--out", out)
+    assert r.exit_code == 1 and "pre-training" in r.output
+    r = _run("--task", "pretrain", "--method", "qlora", "--out", out)
+    assert r.exit_code == 1 and "method 'qlora'" in r.output
+    r = _run("--task", "serve", "--out", out)
+    assert r.exit_code == 1 and "serve" in r.output
+    r = _run("--method", "qlra", "--out", out)
+    assert r.exit_code == 1 and "qlora" in r.output  # the closest valid value
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_prints_the_paths_it_wrote_and_an_accelerate_config_beside(tmp_path):
+    out = tmp_path / "sub" / "ds.json"
+    r = _run("--hardware", "h100x1", "--model", "7b", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert str(out.resolve()) in r.output.replace("\n", "")
+    accel = out.with_name("accelerate_config.yaml").read_text()
+    assert "distributed_type: DEEPSPEED" in accel and str(out.resolve()) in accel
+    assert "Setting accelerator" not in r.stdout  # DeepSpeed's import noise stays off stdout
+
+
+def test_hints_fit_the_box_and_the_pick(tmp_path):
+    r = _run("--hardware", "rtx4090x8", "--task", "finetune", "--model", "70b", "--method", "qlora", "--zero-stage", "3",
+             "--recompute", "--out", str(tmp_path / "ds.json"))
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "NCCL_P2P_DISABLE=1 deepspeed" in text  # GeForce 40-series: no P2P over PCIe
+    assert "bnb_4bit_quant_storage=torch.bfloat16" in text  # ZeRO-3 QLoRA
+    assert f"deepspeed='{tmp_path / 'ds.json'}'" in r.output  # the Hugging Face hint names the file written, unbroken
+    r = _run("--hardware", "a800x8", "--task", "finetune", "--model", "7b", "--zero-stage", "2", "--out", str(tmp_path / "a.json"))
+    assert r.exit_code == 0, r.output
+    assert "NCCL_P2P_DISABLE" not in r.output and "quant_storage" not in r.output

@@ -42,35 +42,56 @@ def _ints(text: str, flag: str, limit: int) -> list[int]:
     return values
 
 
+A_COLOUR, B_COLOUR = "blue", "red"  # the heatmap's RdBu ends: ratio > 1 (A faster) is blue, < 1 (B faster) red
+MASK_COLOUR = "#c8c8c8"
+
+
 def heatmap_png(ratio: list[list[float]], bound: list[list[tuple[str, str]]], batch_sizes: list[int],
-                seq_lens: list[int], name_a: str, name_b: str, model: str, phase: str) -> bytes:
-    """PNG bytes of the annotated mesh; blue = A faster, red = B faster, white = a draw."""
+                seq_lens: list[int], name_a: str, name_b: str, model: str, phase: str,
+                fits: list[list[tuple[bool, bool]]] | None = None) -> bytes:
+    """PNG bytes of the annotated mesh: blue = A faster, red = B faster, white = a draw, grey = does not fit."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
     from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.patches import Patch
 
-    flat = [r for row in ratio for r in row]
+    ok = [[(fits[i][j][0] and fits[i][j][1]) if fits else True for j in range(len(seq_lens))] for i in range(len(batch_sizes))]
+    shown = [r for i, row in enumerate(ratio) for j, r in enumerate(row) if ok[i][j]] or [1.0]
     # symmetric in log space around 1 so that 2x and 0.5x get equally strong colours
-    span = max(abs(math.log(min(flat))), abs(math.log(max(flat))), math.log(1.05))
+    span = max(abs(math.log(min(shown))), abs(math.log(max(shown))), math.log(1.05))
     norm = TwoSlopeNorm(vmin=math.exp(-span), vcenter=1.0, vmax=math.exp(span))
-    fig, ax = plt.subplots(figsize=(1.3 * len(seq_lens) + 2.5, 0.8 * len(batch_sizes) + 2.0), dpi=110)
-    im = ax.imshow(ratio, cmap="RdBu", norm=norm, origin="lower", aspect="auto")
+    data = np.ma.masked_array(np.array(ratio, dtype=float), mask=~np.array(ok))
+    cmap = matplotlib.colormaps["RdBu"].with_extremes(bad=MASK_COLOUR)
+    fig, ax = plt.subplots(figsize=(1.7 * len(seq_lens) + 3.5, 1.0 * len(batch_sizes) + 2.6), dpi=120)
+    im = ax.imshow(data, cmap=cmap, norm=norm, origin="lower", aspect="auto")
     letters = {"compute": "C", "memory": "M"}
     for i, row in enumerate(ratio):
         for j, r in enumerate(row):
+            if not ok[i][j]:
+                fa, fb = fits[i][j]  # type: ignore[index]
+                text = f"only {name_a}\nfits" if fa else f"only {name_b}\nfits" if fb else "does not\nfit"
+                ax.text(j, i, text, ha="center", va="center", fontsize=9, color="#333333")
+                continue
             ba, bb = bound[i][j]
-            ax.text(j, i, f"{r:.2f}\n{letters[ba]}/{letters[bb]}", ha="center", va="center", fontsize=8,
+            ax.text(j, i, f"{r:.2f}×\n{letters[ba]}/{letters[bb]}", ha="center", va="center", fontsize=10,
                     color="white" if abs(math.log(r)) > 0.6 * span else "black")
-    ax.set_xticks(range(len(seq_lens)), [str(s) for s in seq_lens])
-    ax.set_yticks(range(len(batch_sizes)), [str(b) for b in batch_sizes])
+    ax.set_xticks(range(len(seq_lens)), [f"{s:,}" for s in seq_lens], fontsize=10)
+    ax.set_yticks(range(len(batch_sizes)), [str(b) for b in batch_sizes], fontsize=10)
     seq_label = "KV-cache length (tokens)" if phase == "decode" else "prompt length (tokens)"
-    ax.set_xlabel(seq_label)
-    ax.set_ylabel("batch size (sequences)")
-    ax.set_title(f"{name_a} vs {name_b}, {model} {phase}\ntime({name_b}) / time({name_a}); > 1: {name_a} faster"
-                 " (C = compute-bound, M = bandwidth-bound)", fontsize=9)
-    fig.colorbar(im, ax=ax, label=f"time ratio {name_b} / {name_a}")
+    ax.set_xlabel(seq_label, fontsize=11)
+    ax.set_ylabel("batch size (sequences)", fontsize=11)
+    ax.set_title(f"{name_a} vs {name_b}: {model} {phase}, time({name_b}) / time({name_a})\n"
+                 f"C = compute-bound, M = bandwidth-bound ({name_a}/{name_b})", fontsize=11)
+    cbar = fig.colorbar(im, ax=ax)
+    cbar.set_label(f"← {name_b} faster    time ratio    {name_a} faster →", fontsize=10)
+    handles = [Patch(color=matplotlib.colormaps["RdBu"](0.9), label=f"{name_a} faster (> 1)"),
+               Patch(color=matplotlib.colormaps["RdBu"](0.1), label=f"{name_b} faster (< 1)")]
+    if not all(all(r) for r in ok):
+        handles.append(Patch(color=MASK_COLOUR, label="does not fit on one card or both"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(handles), fontsize=9, frameon=False)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -78,20 +99,26 @@ def heatmap_png(ratio: list[list[float]], bound: list[list[tuple[str, str]]], ba
     return buf.getvalue()
 
 
+def default_png(name_a: str, name_b: str, model: str, phase: str) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in ".-" else "-" for ch in f"{name_a}-vs-{name_b}-{model}-{phase}".lower())
+    return Path("advisor-out") / f"compare-{safe}.png"
+
+
 def compare(
     hardware: str = typer.Option(..., "--hardware", help="First card, e.g. a100x1 (A in the ratio)."),
     vs: str = typer.Option(..., "--vs", help="Second card, e.g. h20x1 (B in the ratio)."),
-    model: str = typer.Option(..., "--model", help="Catalog model name, inline JSON or config.json path."),
+    model: str = typer.Option(..., "--model", help="Catalog model name, hub id, inline JSON or config.json path."),
     phase: str = typer.Option("decode", "--phase", help="decode (one step at a KV length) or prefill (prompt length)."),
     batch: str = typer.Option(DEFAULT_BATCH, "--batch", help="Batch sizes, comma-separated."),
     seq: str = typer.Option(DEFAULT_SEQ, "--seq", help="Sequence lengths in tokens, comma-separated."),
-    png: Optional[Path] = typer.Option(None, "--png", help="Write the heatmap here (PNG)."),
+    png: Optional[Path] = typer.Option(None, "--png", help="Where to write the heatmap (default: advisor-out/compare-A-vs-B-MODEL-PHASE.png)."),
+    no_png: bool = typer.Option(False, "--no-png", help="Do not write the heatmap."),
     as_json: bool = typer.Option(False, "--json", help="Print the mesh as one JSON object instead of a table."),
 ) -> None:
     """Which of two cards serves a model faster, over batch size x sequence length (roofline mesh)."""
     from knowledge.catalog import resolve_model, resolve_platform
     from knowledge.efficiency import load_efficiencies
-    from models.compare import comparison_mesh, describe_regions
+    from models.compare import comparison_mesh, describe_regions, fits_mesh
 
     if phase not in ("decode", "prefill"):
         fail(f"--phase must be 'decode' or 'prefill', got {phase!r}", code=2)
@@ -115,7 +142,9 @@ def compare(
             seqs = sorted({*(x for x in seqs if x <= ctx), ctx})
         if ctx is not None and seqs[-1] > ctx:
             raise AdvisorError(f"--seq {seqs[-1]} exceeds the {ctx}-token context of {arch.name}")
-        ratio, bound = comparison_mesh(arch, pa, pb, load_efficiencies(task="serve"), batches, seqs, phase)
+        eff = load_efficiencies(task="serve")
+        ratio, bound = comparison_mesh(arch, pa, pb, eff, batches, seqs, phase)
+        fits = fits_mesh(arch, pa, pb, eff, batches, seqs)
     except AdvisorError as e:
         fail(str(e))
     except (ArithmeticError, ValueError) as e:  # sizes so extreme the arithmetic breaks
@@ -123,27 +152,29 @@ def compare(
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
     if name_a == name_b:
         name_a, name_b = pa.id, pb.id
-    regions = describe_regions(name_a, name_b, batches, seqs, ratio, bound)
-    if png is not None:
+    regions = describe_regions(name_a, name_b, batches, seqs, ratio, bound, fits=fits)
+    if not no_png:
+        png = png or default_png(name_a, name_b, arch.name, phase)
         try:
-            atomic_write_bytes(png, heatmap_png(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase))
+            atomic_write_bytes(png, heatmap_png(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase, fits))
         except OSError as e:
             fail(f"cannot write {str(png)!r}: {e.strerror or e}")
     if as_json:
         out = {"a": pa.id, "b": pb.id, "model": arch.name, "phase": phase, "batch_sizes": batches, "seq_lens": seqs,
-               "ratio_b_over_a": ratio, "bound": [[list(c) for c in row] for row in bound], "regions": regions}
-        if png is not None:
+               "ratio_b_over_a": ratio, "bound": [[list(c) for c in row] for row in bound],
+               "fits": [[list(c) for c in row] for row in fits], "regions": regions}
+        if not no_png:
             out["png"] = str(png)
         typer.echo(json.dumps(out))
         return
-    _print_table(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase)
+    _print_table(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase, fits)
     for line in regions:
         console.print(f"• {line}")
-    if png is not None:
-        console.print(f"heatmap written to {png}")
+    if not no_png:
+        console.print(f"heatmap written to {png}", highlight=False, soft_wrap=True)
 
 
-def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: str, phase: str) -> None:
+def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: str, phase: str, fits=None) -> None:
     from rich.table import Table
 
     from models.compare import TIE
@@ -152,17 +183,22 @@ def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: s
               title_justify="left")
     t.add_column("batch \\ seq", justify="right")
     for s in seqs:
-        t.add_column(str(s), justify="right")
+        t.add_column(f"{s:,}", justify="right")
     letters = {"compute": "C", "memory": "M"}
     for i, b in enumerate(batches):
         cells = []
         for j, r in enumerate(ratio[i]):
-            colour = "green" if r > 1 + TIE else "red" if r < 1 - TIE else "yellow"
+            fa, fb = fits[i][j] if fits else (True, True)
+            if not (fa and fb):
+                cells.append(f"[dim]{'only ' + name_a if fa else 'only ' + name_b if fb else 'no fit'}[/]")
+                continue
+            colour = A_COLOUR if r > 1 + TIE else B_COLOUR if r < 1 - TIE else "default"
             ba, bb = bound[i][j]
             cells.append(f"[{colour}]{r:.2f}[/] [dim]{letters[ba]}/{letters[bb]}[/]")
         t.add_row(str(b), *cells)
     console.print(t)
-    console.print(f"[green]green[/]: {name_a} faster, [red]red[/]: {name_b} faster, [yellow]yellow[/]: within {TIE:.0%}")
+    console.print(f"[{A_COLOUR}]blue[/]: {name_a} faster, [{B_COLOUR}]red[/]: {name_b} faster, plain: within {TIE:.0%}, "
+                  "[dim]grey[/]: does not fit on that card (as in the heatmap)")
 
 
 def register(app: typer.Typer) -> None:

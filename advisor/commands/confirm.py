@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -13,7 +12,29 @@ import typer
 
 from advisor.output import check_writable, console, err_console, fail, warn
 
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own" / "confirm.jsonl"
+
+
+def default_out() -> Path:
+    """ADVISOR_HOME/measurements/confirm.jsonl: the user's rows, read after the bundled ones."""
+    from knowledge.paths import user_measurements_dir
+
+    return user_measurements_dir() / "confirm.jsonl"
+
+
+def refit_into_home() -> dict:
+    """Refit the correction on every row (bundled + ADVISOR_HOME) into ADVISOR_HOME/calibration/fitted.json.
+
+    The first refit starts from a copy of the bundled fit, so its held-out figures carry over; the
+    package's own fitted.json is never written.
+    """
+    from advisor.calibrate import refit as do_refit
+    from knowledge.paths import BUNDLED_CALIBRATION, user_calibration_path
+    from knowledge.store import atomic_write_bytes
+
+    target = user_calibration_path()
+    if not target.exists() and BUNDLED_CALIBRATION.exists():
+        atomic_write_bytes(target, BUNDLED_CALIBRATION.read_bytes())
+    return do_refit(measure_holdout=False, out=target)
 
 
 def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch: Optional[int], gpus: Optional[int],
@@ -44,7 +65,9 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
     if not ranked:
         fail(f"nothing fits {model} {task} on {hardware}; see `advisor recommend` for what would")
     case = ranked[0].case.model_dump()
-    case["id"] = f"confirm-{hardware}-{task}-{case['method']}-z{case['zero_stage']}-mb{case['micro_batch_size']}-{int(time.time())}"
+    from knowledge.catalog import resolve_platform
+
+    case["id"] = f"confirm-{resolve_platform(hardware).id}-{task}-{case['method']}-z{case['zero_stage']}-mb{case['micro_batch_size']}-{int(time.time())}"
     return case
 
 
@@ -55,11 +78,13 @@ def confirm(
     seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=1 << 20),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all local)."),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores (overrides the platform's)."),
     case: Optional[str] = typer.Option(None, "--case", help="Run this contract case (inline JSON or file) instead of the top pick."),
     steps: int = typer.Option(8, "--steps", min=1, max=10_000, help="Timed optimizer steps."),
     warmup: int = typer.Option(3, "--warmup", min=0, max=10_000, help="Untimed steps first."),
     timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, max=7 * 86400, help="Kill the run after this long (at most a week); recorded as a timeout."),
-    out: Path = typer.Option(DEFAULT_OUT, "--out", help="Measurements file the row is appended to."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Measurements file the row is appended to (default: ADVISOR_HOME/measurements/confirm.jsonl)."),
     refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the case and the command, run nothing."),
     as_json: bool = typer.Option(False, "--json"),
@@ -76,8 +101,12 @@ def confirm(
         if detected is None:
             fail("no local GPU recognised (nvidia-smi found none or an unknown one); pass --hardware and run where the GPUs are")
         hardware = detected
-    check_writable(out, "--out")
+    if out is not None:
+        check_writable(out, "--out")
     try:
+        from knowledge.catalog import with_host
+
+        hardware = with_host(hardware, host_ram_gib, cpu_cores)
         picked = _pick_case(hardware, task, model, seq_len, global_batch, gpus, case)
         parsed = parse_case(picked)
         check_plausible(parsed)
@@ -85,41 +114,41 @@ def confirm(
     except AdvisorError as e:
         fail(str(e))
     n = int(picked.get("gpus") or 1)
-    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{hardware}", grid="confirm", device=None)
+    if out is None:
+        from knowledge.paths import user_measurements_dir
+
+        out = default_out() if not dry_run else user_measurements_dir(create=False) / "confirm.jsonl"
+    from knowledge.catalog import resolve_platform
+
+    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{resolve_platform(hardware).id}", grid="confirm", device=None)
     cmd = case_command(picked, out, args)
     if dry_run:
         console.print_json(json.dumps({"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json())}))
         return
     if local < n:
         fail(f"the pick needs {n} GPUs, this machine has {local}{' (' + name + ')' if name else ''}")
-    result: dict = {}
+    from advisor.progress import timed_run
 
-    def work() -> None:
-        result["row"], result["took"] = run_one(picked, out, out.with_suffix(".log"), timeout_s, args)
-
-    th = threading.Thread(target=work, daemon=True)
-    th.start()
-    with err_console.status(f"running {picked['id']} on {n} GPU(s)") as st:
-        t0 = time.monotonic()
-        while th.is_alive():
-            th.join(0.5)
-            st.update(f"running {picked['id']} on {n} GPU(s): {time.monotonic() - t0:.0f} s of at most {timeout_s:.0f} s")
-    row = result.get("row") or {}
+    row, took = timed_run(lambda: run_one(picked, out, out.with_suffix(".log"), timeout_s, args),
+                          f"running {picked['id']} on {n} GPU(s)", timeout_s, disable=as_json)
+    result = {"row": row, "took": took}
+    row = row or {}
     meas = row.get("measured", {})
     report = {
         "case": picked, "seconds": result.get("took"),
         "predicted": {"tokens_per_s": pred.tokens_per_s, "peak_mem_gib": pred.peak_mem_gib, "fits": pred.fits},
-        "measured": meas,
+        "measured": meas, "row_file": str(out),
     }
     if meas.get("tokens_per_s"):
         report["error_tokens_per_s"] = pred.tokens_per_s / meas["tokens_per_s"] - 1
     if meas.get("peak_mem_gib"):
         report["error_peak_mem"] = pred.peak_mem_gib / meas["peak_mem_gib"] - 1
     if refit and meas.get("tokens_per_s"):
-        from advisor.calibrate import refit as do_refit
-
         with err_console.status("refitting the correction"):
-            report["refit"] = {k: v for k, v in do_refit(measure_holdout=False).items() if k in ("train_mape", "fitted_on")}
+            from knowledge.paths import user_calibration_path
+
+            report["refit"] = {k: v for k, v in refit_into_home().items() if k in ("train_mape", "fitted_on")}
+            report["refit_file"] = str(user_calibration_path())
     if as_json:
         print(json.dumps(report, indent=2, default=str))
         return
@@ -132,6 +161,8 @@ def confirm(
         if meas.get("peak_mem_gib"):
             console.print(f"peak GiB/GPU: measured {meas['peak_mem_gib']:.1f}, predicted {pred.peak_mem_gib:.1f} ({report['error_peak_mem']:+.0%})")
     console.print(f"row kept in {out}")
+    if report.get("refit_file"):
+        console.print(f"correction refitted into {report['refit_file']} (the package's own fit is unchanged)")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,16 @@
-"""`advisor deepspeed-config`: a configuration as a DeepSpeed JSON that DeepSpeed's own parser accepts."""
+"""`advisor deepspeed-config`: a configuration as a DeepSpeed JSON that DeepSpeed's own parser accepts.
+
+It refuses what would not run: a combination outside the configuration space (``advisor.space``:
+pre-training with LoRA, offload without ZeRO, a serving task…) and a configuration the advisor predicts
+will not fit in GPU memory or host RAM, naming the GiB needed and available (``--force`` writes it anyway).
+Beside the JSON it writes an accelerate config that points at it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 from pathlib import Path
 from typing import Optional
 
@@ -10,83 +19,136 @@ import typer
 from advisor.output import check_writable, console, fail, warn
 
 
+def quiet_deepspeed_import():
+    """Import DeepSpeed's config parser without its import-time log lines on stdout (they go nowhere)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        from deepspeed.runtime.config import DeepSpeedConfig
+    logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
+    return DeepSpeedConfig
+
+
 def validate_with_deepspeed(cfg: dict) -> str | None:
     """Run DeepSpeed's config parser on ``cfg``; the error in one line, or None when it is accepted.
 
     Without a distributed backend DeepSpeed assumes one rank, so the global batch (which it derives
-    from micro-batch x accumulation x ranks) is left for it to compute.
+    from micro-batch x accumulation x ranks) is left for it to compute. Nothing reaches stdout.
     """
     try:
-        from deepspeed.runtime.config import DeepSpeedConfig
+        DeepSpeedConfig = quiet_deepspeed_import()
     except Exception as e:  # noqa: BLE001 - deepspeed missing or broken: say so, don't crash
         return f"deepspeed not importable ({type(e).__name__}); config not validated"
     try:
-        DeepSpeedConfig({k: v for k, v in cfg.items() if k != "train_batch_size"})
+        with contextlib.redirect_stdout(io.StringIO()):
+            DeepSpeedConfig({k: v for k, v in cfg.items() if k != "train_batch_size"})
     except Exception as e:  # noqa: BLE001 - DeepSpeed raises assorted types for a bad config
         return " ".join(str(e).split())[:300]
     return None
 
 
+def _choice(value: str, valid: tuple, flag: str) -> str:
+    from knowledge.errors import unknown
+
+    if value not in valid:
+        raise unknown(f"{flag} value", value, valid)
+    return value
+
+
 def deepspeed_config_cmd(
     case: Optional[str] = typer.Option(None, "--case", help="A contract training case (inline JSON or a file)."),
-    hardware: str = typer.Option("h100x1", "--hardware", "-H"),
-    task: str = typer.Option("finetune", "--task", "-t"),
-    model: str = typer.Option("7b", "--model", "-m"),
-    method: Optional[str] = typer.Option(None, "--method", help="full, lora, qlora (default by task)."),
+    hardware: str = typer.Option("h100x1", "--hardware", "-H", help="Platform id or platform file (see `advisor hardware`)."),
+    task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
+    model: str = typer.Option("7b", "--model", "-m", help="Catalog name, hub id, config.json path or inline JSON."),
+    method: Optional[str] = typer.Option(None, "--method", help="full, lora, qlora (default: full for pretrain, lora for finetune)."),
     zero_stage: int = typer.Option(2, "--zero-stage", min=0, max=3),
-    offload: str = typer.Option("none", "--offload", help="none, optimizer, optimizer+params."),
+    offload: str = typer.Option("none", "--offload", help="none, optimizer (ZeRO 1-3), optimizer+params (ZeRO-3)."),
+    quantization: Optional[str] = typer.Option(None, "--quantization", help="none or int8 for LoRA (nf4 is --method qlora)."),
     recompute: bool = typer.Option(False, "--recompute/--no-recompute"),
+    flash_attention: bool = typer.Option(True, "--flash/--eager", help="Fused attention (default) or eager."),
     micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1, max=1 << 20),
     grad_accum: int = typer.Option(1, "--grad-accum", min=1, max=1 << 20),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20, help="Tokens per sequence (decides the activation memory)."),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024),
-    out: Path = typer.Option(Path("ds_config.json"), "--out", help="Where to write the JSON."),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM of the server, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores of the server (overrides the platform's)."),
+    out: Path = typer.Option(Path("ds_config.json"), "--out", help="Where to write the JSON (an accelerate config goes beside it)."),
+    force: bool = typer.Option(False, "--force", help="Write it even when the advisor predicts it does not fit."),
 ) -> None:
-    """Write the DeepSpeed JSON of a configuration and say how to launch it."""
+    """Write the DeepSpeed JSON of a configuration (and an accelerate config beside it); say how to launch it."""
+    from advisor import hints
     from advisor.cases import MalformedFile, case_from_arg, check_plausible, parse_case
-    from advisor.train_recommend import usage_note
-    from advisor.search import Candidate
-    from knowledge.catalog import resolve_platform
+    from advisor.predictor import Predictor
+    from advisor.space import METHODS, OFFLOADS, QUANTIZATIONS, TASKS, invalid_reason
+    from knowledge.catalog import resolve_platform, with_host
     from knowledge.errors import AdvisorError
     from knowledge.schema import TrainCase
-    from knowledge.store import atomic_write_json
-    from models.deepspeed_config import deepspeed_config, launch_command
+    from knowledge.store import atomic_write_json, atomic_write_text
+    from models.deepspeed_config import deepspeed_config
     from models.setup import check_combination
 
     try:
         if case:
             c = case_from_arg(case)
+            if host_ram_gib is not None or cpu_cores is not None:
+                c = c.model_copy(update={"hardware": with_host(c.hardware, host_ram_gib, cpu_cores)})
         else:
-            fields = dict(id="cli", hardware=hardware, model=model, task=task, zero_stage=zero_stage, offload=offload,
-                          recompute=recompute, micro_batch_size=micro_batch_size, grad_accum=grad_accum, gpus=gpus)
+            _choice(task, TASKS, "--task")
+            _choice(offload, OFFLOADS, "--offload")
+            if method:
+                _choice(method, METHODS, "--method")
+            if quantization:
+                _choice(quantization, QUANTIZATIONS, "--quantization")
+            if task == "serve":
+                fail("--task serve has no DeepSpeed config: serving picks come from `advisor recommend --task serve`")
+            fields = dict(id="cli", hardware=with_host(hardware, host_ram_gib, cpu_cores), model=model, task=task,
+                          zero_stage=zero_stage, offload=offload, recompute=recompute, flash_attention=flash_attention,
+                          micro_batch_size=micro_batch_size, grad_accum=grad_accum, seq_len=seq_len, lora_rank=lora_rank, gpus=gpus)
             if method:
                 fields["method"] = method
+            if quantization:
+                fields["quantization"] = quantization
             c = parse_case(fields)
         if not isinstance(c, TrainCase):
             fail("a serving case has no DeepSpeed config; use a pretrain or finetune case")
         if c.engine != "deepspeed":
             fail("engine 'pytorch' runs without DeepSpeed; there is no config to write")
+        reason = invalid_reason(c.task, c.method, c.engine, c.zero_stage, c.offload, c.quantization)
+        if reason:
+            fail(reason)
         check_combination(c)
         platform = resolve_platform(c.hardware, c.gpus)
         check_plausible(c)
+        pred = Predictor().predict(c)
     except MalformedFile as e:
         fail(str(e), code=2)
     except AdvisorError as e:
         fail(str(e))
     check_writable(out, "--out")
     n = c.gpus or platform.count
+    if not pred.fits:
+        detail = pred.why_not_fits or f"needs {pred.peak_mem_gib:.1f} GiB per GPU, {platform.gpu.memory_gib:.1f} GiB on each {platform.gpu.id}"
+        if not force:
+            fail(f"predicted not to fit on {platform.id}: {detail}; "
+                 "`advisor recommend` finds one that fits, --force writes this one anyway")
+        warn(f"predicted not to fit ({detail}); written anyway because of --force")
     cfg = deepspeed_config(c, platform.gpu, n)
     problem = validate_with_deepspeed(cfg)
     if problem and problem.startswith("deepspeed not importable"):
         warn(problem)
     elif problem:
         fail(f"DeepSpeed rejects the generated config: {problem}")
+    accel = out.with_name("accelerate_config.yaml")
     try:
         atomic_write_json(out, cfg)
+        atomic_write_text(accel, hints.accelerate_config(c, n, out))
     except OSError as e:
         fail(f"cannot write --out {str(out)!r}: {e.strerror or e}")
-    console.print(f"wrote {out} ({'validated by DeepSpeed' if not problem else 'not validated'})")
-    console.print(f"launch: {launch_command(c, n, str(out))}", highlight=False)
-    console.print(f"with Hugging Face: {usage_note(Candidate(c, None))}", highlight=False)  # type: ignore[arg-type]
+    console.print(f"wrote {out.resolve()} ({'validated by DeepSpeed' if not problem else 'not validated'}); "
+                  f"predicted {pred.peak_mem_gib:.1f} GiB per GPU of {platform.gpu.memory_gib:.0f}, {pred.tokens_per_s:,.0f} tokens/s", highlight=False, soft_wrap=True)
+    console.print(f"wrote {accel.resolve()} (accelerate, points at the JSON)", highlight=False, soft_wrap=True)
+    console.print(f"launch: {hints.launch_line(c, platform, n, out)}", highlight=False, soft_wrap=True)
+    console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
+    console.print(f"with Hugging Face: {'; '.join(hints.hf_usage(c, out, platform.gpu.supports_bf16))}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

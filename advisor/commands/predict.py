@@ -13,7 +13,7 @@ from knowledge.errors import AdvisorError
 
 def predict(
     cases: Path = typer.Option(..., "--cases", help="JSON lines, one contract case each ('-' = stdin)."),
-    profile: Optional[Path] = typer.Option(None, "--profile", help="Calibration profile written by `advisor probe` (a path, or h100x1, h200x1, h200x2)."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Calibration profile written by `advisor probe`: a path, or a name (h100x1, h200x1, h200x2, or one under ADVISOR_HOME/profiles)."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines on stdout (the contract); default is a table."),
 ) -> None:
     """Predict throughput, step time and peak memory for every case of a file.
@@ -21,7 +21,7 @@ def predict(
     Every case gets one output line, in order, as soon as it is computed: a prediction, or an error
     line when the case cannot be handled (then the exit code is 1). A malformed file exits 2.
     """
-    from advisor.cases import ImpossibleProfile, MalformedFile, check_plausible, load_profile_checked, read_case_text, read_cases
+    from advisor.cases import ImpossibleProfile, MalformedFile, UnknownProfile, check_plausible, load_profile_checked, read_case_text, read_cases
     from advisor.predictor import Predictor
     from knowledge.schema import ErrorLine
 
@@ -35,7 +35,9 @@ def predict(
             prof = load_profile_checked(profile)
         except ImpossibleProfile as e:  # the contract: an impossible profile is an error line per case
             profile_error = str(e)
-        except AdvisorError as e:  # missing, unreadable, not a profile: the run cannot start
+        except UnknownProfile as e:  # a name that is no profile's: exit 1 naming the closest, like an unknown model
+            fail(str(e))
+        except AdvisorError as e:  # a file missing, unreadable, not a profile: the run cannot start
             fail(str(e), code=2)
     predictor = Predictor(prof)
 

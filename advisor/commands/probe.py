@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional
 
 import typer
 
 from knowledge.store import atomic_write_bytes
 
-OUT_HELP = "Profile JSON to write; an existing file is kept as PATH.bak."
+OUT_HELP = ("Profile JSON to write (default: ADVISOR_HOME/profiles/<gpu>x<count>[-quick].json, found later by "
+            "`--profile <gpu>x<count>`); an existing file is kept as PATH.bak.")
 DEVICE_HELP = "cuda, cuda:N or cpu (default: cuda if available, else cpu at toy size)."
 
 
@@ -47,6 +48,14 @@ def _keep_backup(out: Path) -> Path | None:
     bak = out.with_name(out.name + ".bak")
     atomic_write_bytes(bak, out.read_bytes())
     return bak
+
+
+def default_profile_path(profile: Any) -> Path:
+    """ADVISOR_HOME/profiles/<gpu id>x<count>[-quick].json: what `--profile <gpu>x<count>` finds."""
+    from knowledge.paths import user_profiles_dir
+
+    gpu = profile.gpu_id or "".join(ch for ch in profile.gpu_name.lower() if ch.isalnum()) or "local"
+    return user_profiles_dir() / f"{gpu}x{profile.gpu_count}{'-quick' if profile.quick else ''}.json"
 
 
 def _resolve_device(device: str | None) -> str:
@@ -82,6 +91,16 @@ def _macro_case(text: str) -> Any:
         _fail(f"--macro: {e}")
 
 
+def _model_or_fail(model: str) -> None:
+    from knowledge.catalog import resolve_model
+    from knowledge.errors import AdvisorError
+
+    try:
+        resolve_model(model)
+    except AdvisorError as e:
+        _fail(f"--model: {e}")
+
+
 def _summary(profile: Any) -> Any:
     """A Rich table of the measured ceilings."""
     from rich.table import Table
@@ -110,7 +129,16 @@ def _summary(profile: Any) -> Any:
         if pts:
             best = max(pts, key=lambda p: p.busbw_gbs)
             t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.4g} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+    if profile.host:
+        h = profile.host
+        t.add_row("host", f"{h.cpu_cores} cores, {h.usable_ram_gib:.0f} GiB usable RAM")
+    design = [m for m in profile.macro if m.dataset == "probe-macro" and m.source == "probes.macro.run_design"]
+    if design:
+        ok = [m for m in design if m.measured.step_time_s]
+        t.add_row("real layers (configurations x depths)", f"{len(ok)} of {len(design)} ran")
     for m in profile.macro:
+        if m in design:
+            continue
         r = m.measured
         value = r.error or f"{r.tokens_per_s:,.0f} tokens/s" + (f", {r.peak_mem_gib:.1f} GiB" if r.peak_mem_gib else "")
         t.add_row(f"macro {m.case.get('id')} (extrapolated)", value)
@@ -119,25 +147,31 @@ def _summary(profile: Any) -> Any:
 
 def probe(
     quick: bool = typer.Option(False, "--quick", help="A subset that takes about a minute on one GPU."),
-    out: Path = typer.Option(Path("profile.json"), "--out", help=OUT_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", help=OUT_HELP),
     device: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
     macro: list[str] = typer.Option([], "--macro", help="A training case (inline JSON or file) to run at 1 and 2 "
                                     "layers of the real model and extrapolate by layer count; repeatable."),
+    model: str = typer.Option("llama2-7b", "--model", help="Architecture whose real layers the probe times "
+                              "under a small design of configurations (catalog name, inline JSON or config.json)."),
+    budget: float = typer.Option(120.0, "--budget", min=0.0, max=3600.0,
+                                 help="Seconds for the real-layer design (0 skips it)."),
 ) -> None:
     """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+    from knowledge.paths import user_profiles_dir
     from knowledge.store import atomic_write_json
     from probes.profile import run_profile
 
-    _check_writable(out)
+    _check_writable(out if out is not None else user_profiles_dir() / "profile.json")
+    _model_or_fail(model)
     device = _resolve_device(device)
     macro_cases = [_macro_case(m) for m in macro]
     messages: list[str] = []
     err = Console(stderr=True)
     try:
-        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
         with Progress(*columns, console=err, transient=True) as bar:
             task = bar.add_task("starting", total=1.0)
 
@@ -147,7 +181,8 @@ def probe(
                 else:
                     bar.update(task, description=msg, completed=frac)
 
-            profile = run_profile(quick=quick, device=device, progress=progress)
+            profile = run_profile(quick=quick, device=device, progress=progress,
+                                  macro_model=model if budget > 0 else None, macro_budget_s=budget)
             if macro_cases:
                 from probes.macro import macro_probe
 
@@ -155,7 +190,7 @@ def probe(
                 for i, (case, arch) in enumerate(macro_cases):
                     bar.update(task, description=f"macro probe {case.id} ({i + 1}/{len(macro_cases)})")
                     rows.append(macro_probe(case, arch, device=device))
-                profile = profile.model_copy(update={"macro": rows})
+                profile = profile.model_copy(update={"macro": list(profile.macro) + rows})
     except KeyboardInterrupt:
         typer.echo("advisor probe: interrupted; nothing written", err=True)
         raise typer.Exit(130)
@@ -163,6 +198,8 @@ def probe(
         _fail(f"probing failed, nothing written: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     for m in messages:
         err.print(m, style="yellow" if m.startswith("warning") else None, markup=False, highlight=False)
+    if out is None:
+        out = default_profile_path(profile)
     try:
         bak = _keep_backup(out)
         atomic_write_json(out, profile)

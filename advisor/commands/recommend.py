@@ -48,18 +48,20 @@ def _model_arg(model: str) -> str | dict:
 
 
 def recommend(
-    hardware: str = typer.Option(..., "--hardware", "-H", help="Platform id: <gpu>x<count>[-pcie|-nvlink], e.g. rtx4090x8, a800x8, h100x1."),
+    hardware: str = typer.Option(..., "--hardware", "-H", help="Platform id: <gpu>x<count>[-pcie|-nvlink], e.g. rtx4090x8, a800x8, h100x1; or a platform file box.json (see `advisor hardware`)."),
     task: Task = typer.Option(..., "--task", "-t", help="pretrain, finetune or serve."),
-    model: str = typer.Option(..., "--model", "-m", help="Catalog name (7b, llama3-8b, …), a config.json path, or inline JSON."),
+    model: str = typer.Option(..., "--model", "-m", help="Catalog name (7b, llama3-8b, …; see `advisor models`), a hub id (Qwen/Qwen2.5-7B), a config.json path, or inline JSON."),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM of each server, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores of each server (overrides the platform's)."),
     top: int = typer.Option(5, "--top", min=1, max=100, help="How many configurations to list."),
     seq_len: int = typer.Option(2048, "--seq-len", min=1, max=MAX_TOKENS, help="Tokens per training sequence (at most the model's context)."),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=MAX_GLOBAL_BATCH, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all of the platform; serve: the most tensor parallelism may use)."),
-    profile: Optional[Path] = typer.Option(None, "--profile", help="Calibration profile from `advisor probe`."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Calibration profile from `advisor probe`: a path, or a name under ADVISOR_HOME/profiles or bundled (h100x1, h200x1, h200x2)."),
     objective: Objective = typer.Option(Objective.throughput, "--objective", help="throughput, or throughput within --headroom of free memory."),
     headroom: float = typer.Option(0.1, "--headroom", min=0.0, max=0.9, help="With --objective headroom: fraction of GPU memory to keep free."),
-    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage URL (sqlite:///study.db, postgresql://…); default in memory."),
-    study_name: Optional[str] = typer.Option(None, "--study-name", help="Share one study between workers (with --storage); a study serves one job."),
+    storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage: a URL (sqlite:///study.db, postgresql://…), or 'sqlite' / NAME.db for a SQLite file under ADVISOR_HOME/studies; default in memory."),
+    study_name: Optional[str] = typer.Option(None, "--study-name", help="Share one study between workers (default storage then: the SQLite file under ADVISOR_HOME/studies); a study serves one job."),
     sampler: Sampler = typer.Option(Sampler.auto, "--sampler", help="auto = exhaustive for small spaces, else TPE."),
     trials: Optional[int] = typer.Option(None, "--trials", min=1, max=MAX_TRIALS, help="Trials (default: the whole space, or 200 for TPE)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Sampler seed: same inputs, same answer."),
@@ -72,10 +74,13 @@ def recommend(
     requests: Optional[int] = typer.Option(None, "--requests", min=1, max=MAX_REQUESTS, help="serve: also predict this many requests arriving at once (continuous batching)."),
     out_dir: Path = typer.Option(Path("advisor-out"), "--out-dir", help="Where the top pick's DeepSpeed JSON is written."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    wide: bool = typer.Option(False, "--wide", help="All columns: step time, fits and the full why (default fits 80 columns)."),
 ) -> None:
     """Search the configuration space and rank what runs fastest and fits."""
     from knowledge.efficiency import load_efficiencies
+    from knowledge.catalog import with_host
     from knowledge.errors import AdvisorError
+    from knowledge.paths import default_storage_url, storage_url
 
     from advisor.cases import check_profile_matches, context_length, load_profile_checked
     from knowledge.catalog import resolve_model, resolve_platform
@@ -85,7 +90,12 @@ def recommend(
             fail(f"{flag} must be a finite number, got {value!r}", code=2)
     if study_name is not None and not (study_name.strip() and study_name.isprintable() and len(study_name) <= 200):
         fail(f"--study-name must be 1-200 printable characters, got {study_name[:40]!r}", code=2)
+    confirm_hardware = hardware + _host_flags(host_ram_gib, cpu_cores)
     try:
+        hardware = with_host(hardware, host_ram_gib, cpu_cores)
+        storage = storage_url(storage)
+        if study_name and storage is None:
+            storage = default_storage_url()
         arch_model = _model_arg(model)
         platform = resolve_platform(hardware, gpus)
         arch = resolve_model(arch_model)
@@ -99,7 +109,8 @@ def recommend(
             if ctx is not None and prompt_len + output_len > ctx:
                 raise AdvisorError(f"--prompt-len {prompt_len} + --output-len {output_len} exceeds the {ctx}-token context of {arch.name}")
             recommend_serve(hardware, arch_model, load_efficiencies(task="serve"), prof, top=top, prompt_len=prompt_len, output_len=output_len,
-                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests, gpus=gpus)
+                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests, gpus=gpus,
+                            wide=wide)
             return
         if ctx is not None and seq_len > ctx:
             raise AdvisorError(f"--seq-len {seq_len} exceeds the {ctx}-token context of {arch.name}")
@@ -119,11 +130,16 @@ def recommend(
             engines=engines, headroom=headroom if objective == Objective.headroom else 0.0, lora_rank=lora_rank,
         )
         recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
-                        trials=trials, seed=seed, out_dir=out_dir, as_json=as_json)
+                        trials=trials, seed=seed, out_dir=out_dir, as_json=as_json, wide=wide,
+                        confirm_hardware=confirm_hardware)
     except AdvisorError as e:
         fail(str(e))
     except OSError as e:  # the config could not be written after all (disk full, a race)
         fail(f"cannot write into --out-dir {str(out_dir)!r}: {e.strerror or e}")
+
+
+def _host_flags(host_ram_gib: float | None, cpu_cores: int | None) -> str:
+    return (f" --host-ram-gib {host_ram_gib:g}" if host_ram_gib else "") + (f" --cpu-cores {cpu_cores}" if cpu_cores else "")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,18 +12,19 @@ SEQS = (128, 512, 2048, 8192, 32768)
 
 
 def render(sel: Selection) -> None:
-    st.markdown(f"Serving comparison of **{sel.hardware}** (A) and **{sel.hardware_b}** (B) — set B under "
+    st.markdown(f"Serving comparison of **{state.hardware_label(sel.hardware)}** (A) and **{sel.hardware_b}** (B) — set B under "
                 "*Second platform* in the sidebar. One GPU each, 16-bit weights, no tensor parallelism.")
-    phase = st.radio("phase", ("decode", "prefill"), key="compare_phase", horizontal=True,
-                     help="decode: one step at a KV length; prefill: one prompt of that length")
+    phase = st.radio("Phase", ("decode", "prefill"), key="compare_phase", horizontal=True,
+                     format_func={"decode": "decode (one step at a KV-cache length)", "prefill": "prefill (one prompt of that length)"}.get)
     res, err = state.compare_mesh(sel.hardware, sel.hardware_b, sel.model_key, phase, BATCHES, SEQS)
     if err:
         st.error(err)
         return
-    left, right = st.columns([3, 2])
-    with left:
-        st.image(res["png"], caption=f"time({res['b']}) / time({res['a']}): > 1 (blue) means {res['a']} is faster")
-    with right:
-        st.markdown("**Regions**")
-        for line in res["regions"]:
-            st.markdown(f"- {line}")
+    st.image(res["png"], width="stretch",
+             caption=f"time on {res['b']} / time on {res['a']}: blue (> 1) means {res['a']} is faster, red (< 1) {res['b']}; "
+                     "grey cells do not fit on one card or both")
+    st.markdown("**Where each card wins**")
+    for line in res["regions"]:
+        st.markdown(f"- {line}")
+    st.download_button("Download the heatmap (PNG)", res["png"], file_name=f"compare-{res['a']}-vs-{res['b']}.png".lower(),
+                       mime="image/png", key="dl_compare")

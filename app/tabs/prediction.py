@@ -41,6 +41,18 @@ def _serve_metrics(p: ServePrediction) -> None:
     c[3].metric("max batch that fits", f"{p.max_batch_size:,}" if p.max_batch_size is not None else "—")
 
 
+def _slo(sel: Selection, p: ServePrediction) -> None:
+    """Say whether this configuration meets the service-level objectives set in the sidebar."""
+    checks = []
+    if sel.slo.get("max_tpot_ms") and p.tpot_s is not None:
+        checks.append(("time per output token", p.tpot_s * 1e3, sel.slo["max_tpot_ms"]))
+    if sel.slo.get("max_ttft_ms") and p.ttft_s is not None:
+        checks.append(("time to first token", p.ttft_s * 1e3, sel.slo["max_ttft_ms"]))
+    for what, value, limit in checks:
+        text = f"{what}: {value:,.1f} ms against a limit of {limit:g} ms"
+        (st.success if value <= limit else st.warning)(("Meets " if value <= limit else "Misses ") + text)
+
+
 def _memory_items(p) -> dict[str, float]:
     b = p.breakdown
     if isinstance(p, TrainPrediction):
@@ -64,9 +76,9 @@ def _headline(sel: Selection, hardware: str, p) -> None:
         from advisor.explain import describe
         from advisor.cases import parse_case
 
-        st.markdown(f"**{hardware}** · {where} · {describe(parse_case(sel.case(hardware)))}")
+        st.markdown(f"**{state.hardware_label(hardware)}** · {where} · {describe(parse_case(sel.case(hardware)))}")
     else:
-        st.markdown(f"**{hardware}** · {where} · serve")
+        st.markdown(f"**{state.hardware_label(hardware)}** · {where} · serve")
 
 
 def render(sel: Selection) -> None:
@@ -75,17 +87,21 @@ def render(sel: Selection) -> None:
     for hw in platforms:
         p, err = state.predict(sel.case_json(hw))
         if err:
-            st.error(f"{hw}: {err}" if len(platforms) > 1 else err)
+            st.error(f"{state.hardware_label(hw)}: {err}" if len(platforms) > 1 else err)
             continue
         _headline(sel, hw, p)
         (_train_metrics if isinstance(p, TrainPrediction) else _serve_metrics)(p)
         if not p.fits and p.why_not_fits:
             st.warning(f"Does not fit: {p.why_not_fits}")
         if p.interval:
-            key = "tokens_per_s" if isinstance(p, TrainPrediction) else "decode_tokens_per_s"
+            key, words = (("tokens_per_s", "training throughput") if isinstance(p, TrainPrediction)
+                          else ("decode_tokens_per_s", "decode throughput"))
             if key in p.interval:
                 lo, hi = p.interval[key]
-                st.caption(f"{key} interval from the held-out error of the last calibration: {lo:,.0f} – {hi:,.0f}")
+                st.caption(f"Likely range of the {words}, from the held-out error of the last calibration: "
+                           f"{lo:,.0f} – {hi:,.0f} tokens/s")
+        if isinstance(p, ServePrediction):
+            _slo(sel, p)
         preds.append((hw, p))
     if not preds:
         return
@@ -102,7 +118,7 @@ def render(sel: Selection) -> None:
 
 
 def _details(sel: Selection, p) -> None:
-    with st.expander("The case, as `advisor predict --cases case.jsonl --json` reads it"):
+    with st.expander("The case and the prediction as JSON (what `advisor predict --cases case.jsonl --json` reads and writes)"):
         st.code(json.dumps(sel.case(), sort_keys=True), language="json")
         st.code(p.model_dump_json(exclude_none=True), language="json")
     if isinstance(p, TrainPrediction) and sel.knobs.get("engine", "deepspeed") == "deepspeed":

@@ -47,23 +47,38 @@ def _train(sel: Selection) -> None:
 def _serve(sel: Selection) -> None:
     k = sel.knobs
     out_len = k.get("output_len") or 256
-    items, err = state.serve_search(sel.hardware, sel.model_key, k["prompt_len"], out_len, TOP)
+    slo = sel.slo
+    res, err = state.serve_search(sel.hardware, sel.model_key, k["prompt_len"], out_len, TOP,
+                                  slo.get("max_tpot_ms"), slo.get("max_ttft_ms"), slo.get("requests"))
     if err:
         st.error(err)
         return
+    items = res["items"]
+    limits = [f"time per output token ≤ {slo['max_tpot_ms']:g} ms" if slo.get("max_tpot_ms") else "",
+              f"time to first token ≤ {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") else ""]
+    limits_text = " and ".join(x for x in limits if x)
     if not items:
-        st.error(f"Nothing fits on {sel.hardware}: try more GPUs (tensor parallel) or 4-bit weights.")
+        st.error(f"Nothing fits on {state.hardware_label(sel.hardware)}{' under ' + limits_text if limits_text else ''}: try more GPUs "
+                 "(tensor parallel), 4-bit weights, or looser service-level objectives.")
         return
     rows = []
     for i, it in enumerate(items, start=1):
         p = it["prediction"]
-        rows.append({"#": i, "batch": it["batch_size"], "TP": it["tensor_parallel"], "weights": f"{it['weight_bits']}-bit",
-                     "KV": f"{it['kv_bits']}-bit", "out tok/s": round(p.e2e_output_tokens_per_s or 0),
-                     "TTFT (ms)": round((p.ttft_s or 0) * 1e3), "TPOT (ms)": round((p.tpot_s or 0) * 1e3, 1),
-                     "GiB/GPU": round(p.peak_mem_gib, 1), "why": it["why"]})
-    st.markdown(f"Serving on **{sel.hardware}**, prompt {k['prompt_len']} → {out_len} tokens: batch × TP × weight bits × KV bits, "
-                "exhaustively (as `advisor recommend --task serve`)")
+        rows.append({"#": i, "concurrent sequences": it["batch_size"], "tensor-parallel GPUs": it["tensor_parallel"],
+                     "weights": f"{it['weight_bits']}-bit", "KV cache": f"{it['kv_bits']}-bit",
+                     "output tokens/s": round(p.e2e_output_tokens_per_s or 0),
+                     "time to first token (ms)": round((p.ttft_s or 0) * 1e3),
+                     "time per output token (ms)": round((p.tpot_s or 0) * 1e3, 1),
+                     "GiB per GPU": round(p.peak_mem_gib, 1), "why": it["why"]})
+    st.markdown(f"Serving on **{state.hardware_label(sel.hardware)}**, prompt {k['prompt_len']} → {out_len} tokens: batch × tensor parallel × "
+                "weight precision × KV precision, exhaustively (as `advisor recommend --task serve`)"
+                + (f", keeping only those with {limits_text}" if limits_text else ""))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    burst = res.get("burst")
+    if burst:
+        st.markdown(f"**{slo['requests']:,} requests at once** on the top pick (continuous batching, {burst['batch_size']} running, "
+                    f"{burst['waves']} waves): {burst['total_s']:.1f} s in all, {burst['output_tokens_per_s']:,.0f} output tokens/s, "
+                    f"mean time to first token {burst['mean_ttft_s']:.2f} s, {burst['tpot_s'] * 1e3:.1f} ms per output token")
 
 
 def render(sel: Selection) -> None:

@@ -1,0 +1,125 @@
+"""The calibration a prediction uses: one immutable object per (platform, profile), built at the entry point.
+
+Without a profile: the parameters fitted on every measured run (``knowledge/calibration/fitted.json``), with
+the platform's own learned factors where that server has rows, against datasheet ceilings.
+
+With a profile written by ``advisor probe`` on that machine, each ceiling comes from what was measured
+there and replaces (never multiplies) the fitted efficiency for it: GEMM throughput at the models' shapes,
+fused attention, copy bandwidth, pinned host<->device bandwidth, DeepSpeed's CPU Adam, NCCL bus bandwidth.
+Then the framework terms no micro probe measures (dispatch per kernel, autograd, DeepSpeed's hooks, the
+optimizer step) are refitted on the profile's real layers: the user's architecture cut to one and two
+layers under a design of real configurations. So nothing is corrected twice: the global fit's
+efficiencies, which absorbed framework overhead against datasheet peaks, are not stacked on measured ceilings.
+
+Pure functions: the profile and the fitted values come in as arguments; nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from knowledge.efficiency import Efficiencies
+from knowledge.schema import PlatformSpec, Profile
+from models.memory import usable_host_gib
+from models.platform_factors import bounds, platform_values
+from models.roofline import Ceilings, ProbeRatios, ceilings
+
+# Terms the profile's real layers decide (the micro probes measure everything else directly).
+LOCAL_PARAMS = ("kernel_time_s", "backward_dispatch_factor", "zero12_hook_s", "zero3_module_overhead_s")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What every prediction on one platform divides by."""
+
+    eff: Efficiencies
+    ceilings: Ceilings
+    host_ram_gib: float  # usable host RAM of one node
+    source: str  # "fit" or "profile <gpu> <date>"
+    ratios: ProbeRatios = ProbeRatios()
+    measured: dict[str, float] = field(default_factory=dict)  # what the profile's micro probes replaced
+
+
+def default_ratios(platform: PlatformSpec, table: dict[str, dict] | None) -> ProbeRatios:
+    """The probe/datasheet ratios of a machine nobody probed: the average of the probed machines of its GPU
+    generation (``knowledge/data/probe_ratios.json``), else of every probed machine, else the datasheet."""
+    if not table:
+        return ProbeRatios()
+    row = table.get(platform.gpu.arch) or table.get("all")
+    if not row:
+        return ProbeRatios()
+    link = row.get(f"link_{platform.interconnect}", 1.0)
+    return ProbeRatios(row["matmul"], row["memory"], row["h2d"], link, row.get("source", "probed machines"))
+
+
+def ratios_from_profile(profile: Profile, platform: PlatformSpec, fallback: ProbeRatios) -> ProbeRatios:
+    """This machine's probe/datasheet ratios, each from the profile where it measured it."""
+    g = platform.gpu
+    link = fallback.link
+    big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20 and p.op == "all_reduce"]
+    if big and platform.count > 1 and platform.link_gbs > 0:
+        link = max(p.busbw_gbs for p in big) / platform.link_gbs
+    return ProbeRatios(
+        matmul=profile.matmul_tflops / g.matmul_tflops,
+        memory=profile.memory_bandwidth_gbs / g.memory_bandwidth_gbs,
+        h2d=(profile.h2d_gbs / g.pcie_gbs) if profile.h2d_gbs else fallback.h2d,
+        link=link,
+        source=f"profile {profile.gpu_name} ({profile.environment.date[:10]})",
+    )
+
+
+def from_fit(platform: PlatformSpec, fitted: Efficiencies, platform_factors: dict[str, dict[str, float]] | None = None,
+             ratio_table: dict[str, dict] | None = None) -> Calibration:
+    """The calibration without a profile: the global fit with the platform's learned factors, against the
+    datasheet times what probed machines of its generation achieved."""
+    eff = Efficiencies(**platform_values(fitted.model_dump(), platform, platform_factors or {}))
+    ratios = default_ratios(platform, ratio_table)
+    return Calibration(eff, ceilings(platform, eff, ratios), usable_host_gib(platform.host.host_ram_gib), "fit", ratios)
+
+
+def check_profile(profile: Profile, platform: PlatformSpec) -> str | None:
+    """Why ``profile`` cannot calibrate ``platform`` (another GPU, a CPU profile), or None."""
+    if profile.gpu_count == 0 or profile.gpu_name == "cpu":
+        return "the profile was measured on a CPU, not a GPU"
+    if profile.gpu_id and profile.gpu_id != platform.gpu.id:
+        return f"the profile is of {profile.gpu_id} ({profile.gpu_name}), the case runs on {platform.gpu.id}"
+    return None
+
+
+def measured_values(profile: Profile, platform: PlatformSpec, eff: Efficiencies) -> dict[str, float]:
+    """The host terms the micro probes measured directly: DeepSpeed's CPU Adam on this host."""
+    out: dict[str, float] = {}
+    if profile.cpu_adam_gparams_per_s and profile.cpu_adam_impl == "deepspeed-cpu-adam":
+        threads = profile.cpu_adam_threads or platform.host.cpu_cores
+        # rate = 1 / (1 / (T r1) + 1 / R): keep the per-thread rate, solve the bandwidth cap R
+        linear = threads * eff.cpu_adam_thread_gparams_s
+        rate = profile.cpu_adam_gparams_per_s
+        if rate < 0.95 * linear:
+            out["cpu_adam_bandwidth_gparams_s"] = 1.0 / (1.0 / rate - 1.0 / linear)
+        else:
+            out["cpu_adam_thread_gparams_s"] = rate / threads * 1.25
+            out["cpu_adam_bandwidth_gparams_s"] = 5.0 * rate
+    return {k: _clip(k, v) for k, v in out.items()}
+
+
+def _clip(name: str, value: float) -> float:
+    lo, hi = bounds(name)
+    return min(max(value, lo), hi)
+
+
+def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, local_fit=None) -> Calibration:
+    """The calibration of a probed machine: measured ceilings, then the framework terms refitted on the
+    profile's real layers by ``local_fit(eff, profile) -> Efficiencies`` (the caller's estimator; None
+    skips the refit)."""
+    why = check_profile(profile, platform)
+    if why:
+        raise ValueError(why)
+    measured = measured_values(profile, platform, base.eff)
+    ratios = ratios_from_profile(profile, platform, base.ratios)
+    eff = base.eff.model_copy(update=measured)
+    if local_fit is not None and profile.macro:
+        eff = local_fit(eff, profile, ratios)
+    # the probe read this node's usable RAM (MemTotal or the cgroup limit)
+    host = profile.host.usable_ram_gib if profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
+    source = f"profile {profile.gpu_name} x{profile.gpu_count} ({profile.environment.date[:10]})"
+    return Calibration(eff, ceilings(platform, eff, ratios), host, source, ratios, measured)

@@ -1,0 +1,42 @@
+"""Launch hints follow the pick and the box (advisor.hints)."""
+
+from __future__ import annotations
+
+from advisor import hints
+from knowledge.catalog import resolve_platform, with_host
+from knowledge.schema import TrainCase
+
+
+def _case(**kw) -> TrainCase:
+    return TrainCase(id="x", hardware="rtx4090x8", model="70b", task="finetune", **kw)
+
+
+def test_nccl_p2p_off_only_where_the_gpus_lack_peer_to_peer():
+    case = _case()
+    assert hints.launch_env(case, resolve_platform("rtx4090x8"), 8)["NCCL_P2P_DISABLE"] == "1"
+    assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("rtx4090x8"), 1)
+    assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("rtx3090x8-pcie"), 8)
+    assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("a800x8"), 8)
+
+
+def test_cpu_adam_threads_follow_the_host_cores():
+    case = _case(zero_stage=2, offload="optimizer")
+    assert hints.launch_env(case, resolve_platform(with_host("a800x8", cpu_cores=64)), 8)["OMP_NUM_THREADS"] == "8"
+    assert "OMP_NUM_THREADS" not in hints.launch_env(_case(), resolve_platform("a800x8"), 8)
+
+
+def test_zero3_qlora_stores_nf4_in_bf16_and_skips_the_fp32_upcast():
+    z3 = " ".join(hints.hf_usage(_case(method="qlora", zero_stage=3, recompute=True), "out/ds.json"))
+    assert "bnb_4bit_quant_storage=torch.bfloat16" in z3 and "skip peft.prepare_model_for_kbit_training" in z3
+    assert "'use_reentrant': False" in z3 and "deepspeed='out/ds.json'" in z3
+    z2 = " ".join(hints.hf_usage(_case(method="qlora", zero_stage=2), "ds.json"))
+    assert "quant_storage" not in z2 and "call peft.prepare_model_for_kbit_training" in z2
+    fp16 = " ".join(hints.hf_usage(_case(method="qlora", zero_stage=3), "ds.json", bf16=False))
+    assert "bnb_4bit_quant_storage=torch.float16" in fp16 and "fp16=True" in fp16
+
+
+def test_accelerate_config_points_at_the_json(tmp_path):
+    text = hints.accelerate_config(_case(zero_stage=3), 8, tmp_path / "ds.json")
+    assert f"deepspeed_config_file: {tmp_path / 'ds.json'}" in text and "num_processes: 8" in text
+    assert "zero3_init_flag: true" in text
+    assert "zero3_init_flag: false" in hints.accelerate_config(_case(zero_stage=2), 8, "ds.json")
