@@ -37,7 +37,10 @@ class _Measured:
     platform: PlatformSpec
 
     def group(self, by: str) -> str:
-        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "model": self.arch.name, "dataset": self.m.dataset}[by]
+        if by == "regime":
+            return regimes(self.case, self.platform)[0]
+        model = self.arch.name.split("[:")[0]  # the probe's cut-down models belong to their model
+        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "model": model, "dataset": self.m.dataset}[by]
 
     @property
     def sample(self):
@@ -54,14 +57,53 @@ class Row(_Measured):
 
     @property
     def failure(self) -> str | None:
-        """device_oom, host_oom, or None for a run that fit (older rows mark an OOM with ``oom`` only)."""
+        """device_oom, host_oom, or None for a run that fit (older rows mark an OOM with ``oom`` only, and
+        a host kill as "crashed (exit code -9)")."""
         m = self.m.measured
-        return m.failure or ("device_oom" if m.oom else None)
+        if m.failure in ("device_oom", "host_oom"):
+            return m.failure
+        if m.error and "exit code -9" in m.error:
+            return "host_oom"
+        return "device_oom" if m.oom else None
 
     @property
     def phases(self) -> tuple[float | None, float | None, float | None]:
         m = self.m.measured
         return m.forward_s, m.backward_s, m.optimizer_s
+
+
+REGIMES = ("offload", "micro-batch 1", "recompute", "realistic", "short sequences", "other")
+
+
+def regimes(case: TrainCase, platform: PlatformSpec) -> list[str]:
+    """The regimes a training case belongs to, its primary one first (the one a regime hold-out uses).
+
+    offload: ZeRO-Offload; micro-batch 1; recompute; realistic: seq 2048-8192 with micro-batch >= 2;
+    short sequences: under 1024 tokens. Then the method, the engine, the GPU and PCIe servers.
+    """
+    tags = []
+    if case.offload != "none":
+        tags.append("offload")
+    elif case.micro_batch_size == 1:
+        tags.append("micro-batch 1")
+    elif case.recompute:
+        tags.append("recompute")
+    elif 2048 <= case.seq_len <= 8192:
+        tags.append("realistic")
+    elif case.seq_len < 1024:
+        tags.append("short sequences")
+    else:
+        tags.append("other")
+    if case.recompute and tags[0] != "recompute":
+        tags.append("recompute")
+    if case.seq_len < 1024 and tags[0] != "short sequences":
+        tags.append("short sequences")
+    tags.append("full training" if case.method == "full" else "LoRA / QLoRA")
+    tags.append("DeepSpeed" if case.engine == "deepspeed" else "PyTorch")
+    tags.append(f"GPU {platform.gpu.id}")
+    if platform.interconnect.startswith("pcie") or platform.interconnect == "nvlink-pairs":
+        tags.append("PCIe servers")
+    return tags
 
 
 def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[str]]:
@@ -76,7 +118,8 @@ def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[
         except (AdvisorError, ValueError) as e:
             skipped.append(f"{m.source}: {e}")
             continue
-        if m.measured.error and not m.measured.oom and m.measured.failure not in ("device_oom", "host_oom"):
+        killed = bool(m.measured.error and "exit code -9" in m.measured.error)
+        if m.measured.error and not m.measured.oom and m.measured.failure not in ("device_oom", "host_oom") and not killed:
             skipped.append(f"{m.source}: run failed ({m.measured.error[:80]})")  # a crash or timeout says nothing
             continue
         rows.append(Row(m, case, arch, platform))
@@ -85,8 +128,10 @@ def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[
 
 def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None) -> EfficiencyCorrection:
     usable = [r for r in rows if r.has_throughput]
-    return EfficiencyCorrection(prior=prior).fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable],
-                                                 [r.phases for r in usable])
+    from knowledge.efficiency import load_probe_ratios
+
+    est = EfficiencyCorrection(prior=prior, ratio_table=load_probe_ratios())
+    return est.fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable], [r.phases for r in usable])
 
 
 def held_out_throughput(rows: Sequence[Row], by: str, progress: Callable[[str], None] | None = None) -> dict[str, list[tuple[Row, float]]]:
@@ -103,6 +148,52 @@ def held_out_throughput(rows: Sequence[Row], by: str, progress: Callable[[str], 
             continue  # a single group cannot be held out: nothing left to fit on
         model = fit_correction(train)
         out[g] = list(zip(test, model.predict([r.sample for r in test])))
+    return out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One measured run predicted by a fit that never saw its group: without and with its machine's profile."""
+
+    row: Row
+    group: str
+    predicted: float  # tokens/s, no profile
+    with_profile: float | None  # tokens/s with the bundled profile of the machine it ran on (None: none exists)
+
+    @property
+    def measured(self) -> float:
+        return self.row.m.measured.tokens_per_s  # type: ignore[return-value]
+
+
+def held_out_report(rows: Sequence[Row], by: str, profiles: dict[str, Any], test: Callable[[Row], bool],
+                    progress: Callable[[str], None] | None = None) -> list[HeldOut]:
+    """Leave one ``by`` group out: fit on every other group (all data sets), predict the held-out ``test``
+    rows through the calibration ``advisor predict`` builds, with and without their machine's profile."""
+    from advisor.predictor import calibration_for
+
+    usable = [r for r in rows if r.has_throughput]
+    groups = sorted({r.group(by) for r in usable if test(r)})
+    out: list[HeldOut] = []
+    for g in groups:
+        if progress:
+            progress(g)
+        train = [r for r in usable if r.group(by) != g]
+        if not train:
+            continue
+        est = fit_correction(train)
+        cals: dict[tuple, Any] = {}
+        for r in usable:
+            if r.group(by) != g or not test(r):
+                continue
+            key = (r.platform.id, r.platform.count)
+            if key not in cals:
+                prof = profiles.get(r.platform.id)
+                cals[key] = (calibration_for(r.platform, None, est.efficiencies_, est.platform_factors_),
+                             calibration_for(r.platform, prof, est.efficiencies_, est.platform_factors_) if prof else None)
+            base, withp = cals[key]
+            p0 = predict_training(r.case, r.arch, r.platform, base).tokens_per_s
+            p1 = predict_training(r.case, r.arch, r.platform, withp).tokens_per_s if withp else None
+            out.append(HeldOut(r, g, p0, p1))
     return out
 
 

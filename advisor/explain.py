@@ -39,6 +39,10 @@ def _phases(p: TrainPrediction) -> dict[str, float]:
 
 def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -> str:
     """The dominant phase, the memory margin, and for lower ranks what it costs against #1."""
+    return _why(rank, p, best) + tight(p)
+
+
+def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     ph = _phases(p)
     total = sum(ph.values()) or 1.0
     top, share = max(ph.items(), key=lambda kv: kv[1]) if ph else ("compute", 1.0)
@@ -62,8 +66,20 @@ BOUND_SHORT = {"forward": "compute", "backward": "compute", "optimizer": "optimi
                "offload": "offload", "overhead": "CPU/launch"}
 
 
+def tight(p: TrainPrediction) -> str:
+    """'; tight: host RAM 98% full' when a pick is within 8% of running out of memory, else ''."""
+    from advisor.search import TIGHT_MARGIN, memory_margin
+
+    spare, which = memory_margin(p)
+    return f"; tight: {'host RAM' if which == 'host' else 'GPU memory'} {1 - spare:.0%} full" if spare < TIGHT_MARGIN else ""
+
+
 def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     """A few words for a narrow table: 'fastest; compute' or '−12%: link'."""
+    return _short_why(rank, p, best) + tight(p)
+
+
+def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     ph = _phases(p)
     top = max(ph.items(), key=lambda kv: kv[1])[0] if ph else "forward"
     if rank == 1:

@@ -11,7 +11,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from knowledge.catalog import resolve_model, resolve_platform
-from knowledge.efficiency import Efficiencies, load_efficiencies, load_held_out_error, load_platform_factors
+from knowledge.efficiency import (
+    Efficiencies, load_efficiencies, load_held_out_error, load_platform_factors, load_probe_ratios,
+)
 from knowledge.errors import AdvisorError
 from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
@@ -54,15 +56,20 @@ def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitt
 
     A profile of another GPU (or of a CPU) raises AdvisorError: it would silently change nothing.
     """
-    base = from_fit(platform, fitted or load_efficiencies(), load_platform_factors() if factors is None else factors)
+    factors = load_platform_factors() if factors is None else factors
+    base = from_fit(platform, fitted or load_efficiencies(), factors, load_probe_ratios())
     if profile is None:
         return base
     why = check_profile(profile, platform)
     if why:
         raise AdvisorError(f"--profile does not match: {why}")
-    from models.correction import refit_on_profile  # scipy: only when a profile is given
+    if platform.id in factors:
+        # the fit learned this machine from its runs, this profile's real layers included: its measured
+        # ceilings replace the generation's averages, its layers are not counted a second time
+        return from_profile(platform, base, profile, None)
+    from models.correction import refit_on_profile  # scipy: only when a profile of a new machine is given
 
-    return from_profile(platform, base, profile, lambda eff, prof: refit_on_profile(eff, prof, platform))
+    return from_profile(platform, base, profile, lambda eff, prof, ratios: refit_on_profile(eff, prof, platform, ratios))
 
 
 def local_efficiencies(platform: PlatformSpec, eff: Efficiencies, profile: Profile | None = None) -> Efficiencies:

@@ -108,3 +108,19 @@ def steps(label: str, total: float = 1.0, *, disable: bool = False) -> Iterator[
                 bar.update(task, description=message)
 
         yield update
+
+
+@contextmanager
+def steps_bar(label: str, *, disable: bool = False) -> Iterator[Callable[[str], None]]:
+    """A bar for work of unknown length done step by step (validate's held-out fits): shows the step now
+    running, how many are done and the time elapsed. Yields ``step(name)``."""
+    columns = (TextColumn("{task.description}"), TextColumn("{task.completed} done"), TimeElapsedColumn())
+    with Progress(*columns, console=_console(), transient=True, disable=disable or not interactive()) as bar:
+        task = bar.add_task(label, total=None)
+        first = [True]
+
+        def step(name: str) -> None:
+            bar.update(task, description=f"{label}: {name}", advance=0 if first[0] else 1)
+            first[0] = False
+
+        yield step

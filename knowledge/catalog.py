@@ -165,7 +165,8 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     named = named_platforms().get(hw)
     if named:
         interconnect = named.get("interconnect", interconnect)
-        host = HostSpec(cpu_cores=named["cpu_cores"], host_ram_gib=named["host_ram_gib"], source=named.get("source", ""))
+        host = HostSpec(cpu_cores=named["cpu_cores"], host_ram_gib=named["host_ram_gib"], source=named.get("source", ""),
+                        cpu_adam_gparams_per_s=named.get("cpu_adam_gparams_per_s"), cpu_adam_threads=named.get("cpu_adam_threads"))
         notes = named.get("notes", "")
     else:
         host = _default_host(gpu, count)

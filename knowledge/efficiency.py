@@ -33,6 +33,8 @@ class Efficiencies(BaseModel):
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
+    deepspeed_dispatch_factor: float = _p(1.2, "prior: DeepSpeed's engine wraps every module call (hooks, its own autocast, bookkeeping): CPU cost per kernel over plain PyTorch", 0.5, 5)
+    lora_kernels_per_target: float = _p(7.0, "prior: kernels + Python of one PEFT LoRA layer's forward (input cast, A, B, scale, add; adapter loop)", 1, 30)
     backward_dispatch_factor: float = _p(1.5, "prior: autograd's CPU cost per forward kernel in backward (one node per op, 1-2 kernels each)", 0.5, 5)
     step_overhead_s: float = _p(0.005, "prior: per optimizer step Python/engine bookkeeping", 0, 10)
     zero12_hook_s: float = _p(30e-6, "prior: DeepSpeed ZeRO-1/2 gradient hook per trainable tensor per backward (Python, bucketing)", 0, 0.01)
@@ -76,7 +78,7 @@ class Efficiencies(BaseModel):
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
 FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor",
-    "step_overhead_s", "zero12_hook_s", "optimizer_eff", "cpu_adam_thread_gparams_s", "cpu_adam_bandwidth_gparams_s",
+    "deepspeed_dispatch_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "optimizer_eff", "cpu_adam_thread_gparams_s", "cpu_adam_bandwidth_gparams_s",
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
@@ -117,3 +119,12 @@ def load_held_out_error(name: str = "fitted") -> dict[str, float]:
     if decode:
         out["serve"] = decode
     return out
+
+
+PROBE_RATIOS = Path(__file__).parent / "data" / "probe_ratios.json"
+
+
+def load_probe_ratios() -> dict[str, dict]:
+    """Probe/datasheet ratios by GPU generation, averaged over the bundled profiles (``advisor calibrate``
+    writes them); {} when the file is absent (then the datasheet is the frame)."""
+    return json.loads(PROBE_RATIOS.read_text()).get("ratios", {}) if PROBE_RATIOS.exists() else {}

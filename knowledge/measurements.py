@@ -120,3 +120,19 @@ def all_measurements() -> tuple[Measurement, ...]:
     """Published rows, the bundled own rows, the bundled profiles' real-layer rows and the user's rows."""
     own, _ = load_own()
     return tuple(load_published() + own + load_profile_rows())
+
+
+def load_bundled_profiles() -> dict[str, "Profile"]:
+    """The profiles `advisor probe` wrote on the lent machines, by platform id (``h100x1``...)."""
+    from knowledge.paths import BUNDLED_PROFILES
+    from knowledge.schema import Profile
+
+    out = {}
+    for path in sorted(BUNDLED_PROFILES.glob("*.json")):
+        try:
+            prof = Profile.model_validate_json(path.read_text())
+        except (ValidationError, OSError):
+            continue
+        if prof.gpu_id and prof.gpu_count:
+            out.setdefault(f"{prof.gpu_id}x{prof.gpu_count}", prof)
+    return out

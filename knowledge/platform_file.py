@@ -150,6 +150,7 @@ def platform_from_spec(spec: str) -> PlatformSpec:
             cpu_cores=pf.cpu_cores if pf.cpu_cores is not None else host.cpu_cores,
             host_ram_gib=pf.host_ram_gib if pf.host_ram_gib is not None else host.host_ram_gib,
             cpu_adam_gparams_per_s=host.cpu_adam_gparams_per_s if pf.cpu_cores is None else None,
+            cpu_adam_threads=host.cpu_adam_threads if pf.cpu_cores is None else None,
             source=where if pf.platform is None else f"{where} over {base.id}",  # type: ignore[union-attr]
         )
     pid = pf.id or (base.id if base is not None else None) or default_id or f"{gpu.id}x{count}"

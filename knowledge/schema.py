@@ -68,6 +68,7 @@ class HostSpec(Strict):
     cpu_cores: int
     host_ram_gib: float
     cpu_adam_gparams_per_s: float | None = None  # measured DeepSpeed CPU Adam, whole host
+    cpu_adam_threads: int | None = None  # the threads that rate was measured on
     source: str = "default"
 
 

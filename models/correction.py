@@ -21,7 +21,8 @@ from knowledge.efficiency import FITTED, Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase, TrainCase
 from models.platform_factors import PLATFORM_PARAMS, platform_values
 from models.platform_factors import bounds as _bounds
-from models.roofline import ceilings
+from models.calibration import default_ratios
+from models.roofline import ProbeRatios, ceilings
 from models.setup import derive
 from models.step_time import tokens_per_step, training_step_time
 
@@ -70,6 +71,7 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
     def __init__(
         self, prior: Efficiencies | None = None, params: tuple[str, ...] = FITTED, prior_weight: float = 0.1,
         platform_weight: float = 1.0, platform_params: tuple[str, ...] = PLATFORM_PARAMS, phase_weight: float = 0.5,
+        ratio_table: dict | None = None, ratios: ProbeRatios | None = None,
     ) -> None:
         self.prior = prior
         self.params = params
@@ -77,20 +79,21 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         self.platform_weight = platform_weight
         self.platform_params = platform_params
         self.phase_weight = phase_weight
+        self.ratio_table = ratio_table  # probe/datasheet ratios by GPU generation: the frame of the fit
+        self.ratios = ratios  # or one machine's ratios for every row (a profile's local refit)
 
     # Samples are prepared once: the derivation and ceilings do not depend on the fitted values,
     # except the link efficiency, which is looked up per platform inside the loop.
-    @staticmethod
-    def _prepare(X: Sequence[TrainSample]):
-        return [(derive(c, a, p), p) for c, a, p in X]
+    def _prepare(self, X: Sequence[TrainSample]):
+        return [(derive(c, a, p), p, self.ratios or default_ratios(p, self.ratio_table)) for c, a, p in X]
 
     @staticmethod
     def _step_times(prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
         """(tokens/s, forward s, backward s, optimizer s) per row."""
         out = np.empty((len(prepared), 4))
-        for i, (s, p) in enumerate(prepared):
+        for i, (s, p, r) in enumerate(prepared):
             eff = SimpleNamespace(**platform_values(eff_values, p, overrides or {}))
-            t = training_step_time(s, eff, ceilings(p, eff))  # type: ignore[arg-type]
+            t = training_step_time(s, eff, ceilings(p, eff, r))  # type: ignore[arg-type]
             out[i, 0] = tokens_per_step(s) / t.total
             out[i, 1:] = t.phases
         return out
@@ -116,8 +119,11 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         ph_mask = np.isfinite(ph) & (ph > 1e-6)
         ph_safe = np.where(ph_mask, ph, 1.0)
         wph = math.sqrt(self.phase_weight)
-        platforms = sorted({p.id for _, p in prepared})
+        platforms = sorted({p.id for _, p, _ in prepared})
         slots = [(pid, k) for pid in platforms for k in self.platform_params]
+        # a host's CPU Adam may differ by several times between servers (cores, AVX-512, launcher threads):
+        # its factor is pulled toward 1 gently, so slow hosts do not drag the shared per-thread rate
+        slot_w = np.array([0.1 if key == "cpu_adam_thread_gparams_s" else 1.0 for _, key in slots])
         k = len(self.params)
         z0 = np.concatenate([[_to_z(n, base[n]) for n in self.params], np.zeros(len(slots))])
         w, wp = math.sqrt(self.prior_weight), math.sqrt(self.platform_weight)
@@ -133,7 +139,7 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         def residuals(z: np.ndarray) -> np.ndarray:
             out = self._step_times(prepared, *unpack(z))
             phase_res = wph * (np.log(np.maximum(out[:, 1:], 1e-9)) - np.log(ph_safe))[ph_mask]
-            return np.concatenate([np.log(out[:, 0]) - np.log(y_arr), phase_res, w * (z[:k] - z0[:k]), wp * z[k:]])
+            return np.concatenate([np.log(out[:, 0]) - np.log(y_arr), phase_res, w * (z[:k] - z0[:k]), wp * slot_w * z[k:]])
 
         sol = least_squares(residuals, z0, method="trf", x_scale=1.0, max_nfev=40 * len(z0), diff_step=1e-3)
         values, over = unpack(sol.x)
@@ -219,8 +225,8 @@ class ServingCorrection(BaseEstimator, RegressorMixin):
         return self._pairs(X, eff.model_dump())
 
 
-def refit_on_profile(eff: Efficiencies, profile, platform: PlatformSpec, params: tuple[str, ...] | None = None,
-                     prior_weight: float = 0.3) -> Efficiencies:
+def refit_on_profile(eff: Efficiencies, profile, platform: PlatformSpec, ratios: ProbeRatios,
+                     params: tuple[str, ...] | None = None, prior_weight: float = 3.0) -> Efficiencies:
     """The framework terms of ``eff`` refitted on the profile's real layers (its macro rows that ran).
 
     The profile's measured ceilings are already in ``eff``; only ``params`` (default
@@ -245,5 +251,6 @@ def refit_on_profile(eff: Efficiencies, profile, platform: PlatformSpec, params:
         ph.append((m.measured.forward_s, m.measured.backward_s, m.measured.optimizer_s))
     if len(X) < 4:
         return eff
-    est = EfficiencyCorrection(prior=eff, params=params or LOCAL_PARAMS, prior_weight=prior_weight, platform_params=())
+    est = EfficiencyCorrection(prior=eff, params=params or LOCAL_PARAMS, prior_weight=prior_weight, platform_params=(),
+                               ratios=ratios)
     return est.fit(X, y, ph).efficiencies_

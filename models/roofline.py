@@ -19,6 +19,8 @@ class Ceilings:
     link_eff: float
     pcie_bps: float
     cpu_cores: int
+    cpu_adam_gparams_s: float | None = None  # DeepSpeed CPU Adam measured on this host (catalog or profile)
+    cpu_adam_threads: int | None = None  # ... on this many threads
 
 
 def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:
@@ -54,6 +56,8 @@ def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | No
         link_eff=link_efficiency(platform, eff),
         pcie_bps=g.pcie_gbs * GBps * r.h2d,
         cpu_cores=platform.host.cpu_cores,
+        cpu_adam_gparams_s=platform.host.cpu_adam_gparams_per_s,
+        cpu_adam_threads=platform.host.cpu_adam_threads or platform.host.cpu_cores,
     )
 
 

@@ -27,7 +27,7 @@ from models.roofline import apply_profile, ceilings
 from models.setup import QUANT_BYTES
 from models.operators import gemm_efficiency
 from models.roofline import Ceilings
-from models.step_time import KERNELS_PER_LAYER_FWD, KERNELS_PER_QUANT_LINEAR, _soft_max
+from models.step_time import KERNELS_PER_LAYER_FWD, KERNELS_PER_QUANT_LINEAR, soft_max as _soft_max
 
 QUANT_NAME = {16: "none", 8: "int8", 4: "nf4"}
 COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")  # output split over TP ranks

@@ -23,9 +23,6 @@ from models.setup import TrainSetup
 # ``backward_dispatch_factor`` (autograd runs one node per op).
 KERNELS_PER_LAYER_FWD = 45
 KERNELS_EAGER_ATTENTION = 6
-# PEFT's LoRA layer: the adapter's input cast under autocast, A, B, the scaling, the add, plus its
-# Python forward (active-adapter loop, dtype checks) worth about two launches
-KERNELS_PER_LORA_TARGET = 7
 KERNELS_PER_QUANT_LINEAR = 2
 KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
 MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
@@ -71,7 +68,7 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     fwd = a.num_hidden_layers * sum(op.time_s for op in layer)
     bwd = a.num_hidden_layers * sum(op.backward_s for op in layer)
     kernels = KERNELS_PER_LAYER_FWD + (0 if case.flash_attention else KERNELS_EAGER_ATTENTION)
-    kernels += KERNELS_PER_LORA_TARGET * len(case.lora_targets) * s.is_lora
+    kernels += eff.lora_kernels_per_target * len(case.lora_targets) * s.is_lora
     kernels += KERNELS_PER_QUANT_LINEAR * 7 * (case.quantization != "none")
     kernels *= a.num_hidden_layers
     if not layers_only:
@@ -101,18 +98,26 @@ def cpu_adam_threads(s: TrainSetup) -> int:
     return s.platform.host.cpu_cores if ranks_per_node == 1 else 1
 
 
-def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies) -> float:
-    """CPU Adam rate of one rank: linear in threads until the host's memory bandwidth caps it."""
-    return 1.0 / (1.0 / (threads * eff.cpu_adam_thread_gparams_s) + 1.0 / eff.cpu_adam_bandwidth_gparams_s)
+def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings) -> float:
+    """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + 1 / bandwidth cap): linear in
+    threads until the host's memory bandwidth caps it. Where the host's rate was measured (catalog or
+    profile), the cap is what makes the curve pass through that measurement."""
+    r1 = eff.cpu_adam_thread_gparams_s
+    cap = eff.cpu_adam_bandwidth_gparams_s
+    if c.cpu_adam_gparams_s and c.cpu_adam_threads:
+        linear = c.cpu_adam_threads * r1
+        cap = 1.0 / (1.0 / c.cpu_adam_gparams_s - 1.0 / linear) if c.cpu_adam_gparams_s < 0.95 * linear else 20.0 * linear
+    return 1.0 / (1.0 / (threads * r1) + 1.0 / cap)
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernels: float) -> tuple[float, float]:
     """(forward, backward) CPU seconds of one micro-batch: kernel launches and DeepSpeed's hooks."""
     case = s.case
-    fwd = fwd_kernels * eff.kernel_time_s
-    bwd = fwd_kernels * eff.kernel_time_s * eff.backward_dispatch_factor
+    per_kernel = eff.kernel_time_s * (eff.deepspeed_dispatch_factor if case.engine == "deepspeed" else 1.0)
+    fwd = fwd_kernels * per_kernel
+    bwd = fwd_kernels * per_kernel * eff.backward_dispatch_factor
     if case.recompute:
-        bwd += layer_kernels * eff.kernel_time_s  # the checkpointed forward runs again
+        bwd += layer_kernels * per_kernel  # the checkpointed forward runs again
     if case.engine == "deepspeed" and s.zero in (1, 2):
         tensors = (2 * len(case.lora_targets) if s.is_lora else TENSORS_PER_LAYER) * s.arch.num_hidden_layers
         bwd += tensors * eff.zero12_hook_s
@@ -165,7 +170,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     optimizer, offload = 0.0, 0.0
     h2d = c.pcie_bps * eff.h2d_eff
     if s.offload_optimizer:
-        rate = cpu_adam_gparams_per_s(cpu_adam_threads(s), eff) * 1e9
+        rate = cpu_adam_gparams_per_s(cpu_adam_threads(s), eff, c) * 1e9
         cpu = local / rate * eff.offload_step_overhead
         if s.zero == 3 and not s.offload_params:
             cpu *= eff.zero3_offload_opt_overhead

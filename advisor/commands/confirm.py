@@ -136,7 +136,8 @@ def confirm(
     meas = row.get("measured", {})
     report = {
         "case": picked, "seconds": result.get("took"),
-        "predicted": {"tokens_per_s": pred.tokens_per_s, "peak_mem_gib": pred.peak_mem_gib, "fits": pred.fits},
+        "predicted": {"tokens_per_s": pred.tokens_per_s, "peak_mem_gib": pred.peak_mem_gib, "fits": pred.fits,
+                      "host_mem_gib": pred.host_mem_gib},
         "measured": meas, "row_file": str(out),
     }
     if meas.get("tokens_per_s"):
@@ -160,6 +161,8 @@ def confirm(
         console.print(f"tokens/s: measured {meas['tokens_per_s']:,.0f}, predicted {pred.tokens_per_s:,.0f} ({report['error_tokens_per_s']:+.0%})")
         if meas.get("peak_mem_gib"):
             console.print(f"peak GiB/GPU: measured {meas['peak_mem_gib']:.1f}, predicted {pred.peak_mem_gib:.1f} ({report['error_peak_mem']:+.0%})")
+        if meas.get("host_peak_gib") is not None and pred.host_mem_gib:
+            console.print(f"host RAM GiB: measured {meas['host_peak_gib']:.1f} (rise of the node's used RAM), predicted {pred.host_mem_gib:.1f}")
     console.print(f"row kept in {out}")
     if report.get("refit_file"):
         console.print(f"correction refitted into {report['refit_file']} (the package's own fit is unchanged)")

@@ -24,77 +24,127 @@ def _status(msg: str):
 
 
 def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
-    """Every accuracy figure of the project, computed on held-out groups only (throughput)."""
+    """Every accuracy figure of the project, computed on held-out groups only (throughput), with and
+    without the bundled profile of the machine each run was measured on."""
     from advisor.calibrate import measurements
-    from advisor.evaluation import fit_verdicts, held_out_throughput, mape, memory_pairs, regrets, training_rows
-    from knowledge.efficiency import load_efficiencies
+    from advisor.evaluation import (
+        REGIMES, fit_verdicts, held_out_report, host_pairs, mape, memory_pairs, regimes, regrets, training_rows,
+    )
+    from advisor.predictor import calibration_for
+    from knowledge.measurements import load_bundled_profiles
 
     ms, problems = measurements(data)
     rows, skipped = training_rows(ms)
     if not rows:
         raise ValueError(f"no training measurements in data set {data!r}")
-    held = held_out_throughput(rows, holdout, progress)
-    groups = []
-    all_pairs = []
-    by_dataset: dict[str, list[tuple[float, float]]] = {}
-    for g, pairs in held.items():
-        pm = [(p, r.m.measured.tokens_per_s) for r, p in pairs]
-        all_pairs += pairs
-        groups.append({"group": g, "n": len(pm), "mape_tokens_per_s": mape(pm)})
-        for r, p in pairs:
-            by_dataset.setdefault(r.m.dataset, []).append((p, r.m.measured.tokens_per_s))
-    # memory and the fit verdict use no fitted parameter (efficiencies only set times): no fit needed
-    eff = load_efficiencies()
-    mem = memory_pairs(rows, eff)
-    verdicts = fit_verdicts(rows, eff)
-    reg = regrets(all_pairs)
+    profiles = load_bundled_profiles()
+    held = held_out_report(rows, holdout, profiles, test=lambda r: not r.m.dataset.startswith("probe-"), progress=progress)
+
+    def summary(items) -> dict[str, Any]:
+        prof = [h for h in items if h.with_profile is not None]
+        return {
+            "n": len(items), "mape": mape([(h.predicted, h.measured) for h in items]),
+            "n_profiled": len(prof),
+            "mape_profiled_without": mape([(h.predicted, h.measured) for h in prof]) if prof else None,
+            "mape_profiled_with": mape([(h.with_profile, h.measured) for h in prof]) if prof else None,
+        }
+
+    by_group: dict[str, list] = {}
+    by_regime: dict[str, list] = {}
+    by_dataset: dict[str, list] = {}
+    for h in held:
+        by_group.setdefault(h.group, []).append(h)
+        by_dataset.setdefault(h.row.m.dataset, []).append(h)
+        for tag in regimes(h.row.case, h.row.platform):
+            by_regime.setdefault(tag, []).append(h)
+    order = {t: i for i, t in enumerate(REGIMES)}
+    cal_for = lambda p: calibration_for(p)  # noqa: E731  memory and verdicts: the bundled calibration
+    mem = memory_pairs(rows, cal_for)
+    verdicts = fit_verdicts(rows, cal_for)
+    host = host_pairs([r for r in rows if not r.m.dataset.startswith("probe-")], cal_for)
+    offload_host = [(p, m) for r, p, m in host if r.case.offload != "none"]
+    reg = regrets([(h.row, h.predicted) for h in held])
     return {
         "data": data, "holdout": holdout, "rows": len(rows), "skipped": len(skipped) + len(problems),
-        "throughput_by_group": groups,
-        "throughput_by_dataset": {k: {"n": len(v), "mape": mape(v)} for k, v in by_dataset.items()},
-        "throughput_overall": {"n": len(all_pairs), "mape": mape([(p, r.m.measured.tokens_per_s) for r, p in all_pairs])},
+        "profiles": sorted(profiles),
+        "throughput_by_group": [{"group": g, **summary(v)} for g, v in sorted(by_group.items())],
+        "throughput_by_regime": [{"regime": k, **summary(v)} for k, v in sorted(by_regime.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))],
+        "throughput_by_dataset": {k: summary(v) for k, v in sorted(by_dataset.items())},
+        "throughput_overall": summary(held),
         "memory_by_dataset": {k: {"n": len(v), "mape": mape(v), "within_10pct": sum(abs(p - m) / m <= 0.10 for p, m in v) / len(v)} for k, v in mem.items()},
+        "host_memory_offload": {"n": len(offload_host), "mape": mape(offload_host)} if offload_host else None,
         "fit_verdict_by_dataset": {k: {"n": t, "accuracy": ok / t} for k, (ok, t) in verdicts.items()},
+        "host_kills": sum(1 for r in rows if r.failure == "host_oom"),
         "regret_by_grid": {k: v for k, v in sorted(reg.items())},
         "regret_within_5pct": (sum(v <= 0.05 for v in reg.values()) / len(reg)) if reg else None,
+        "_held": held,  # for advisor calibrate's intervals; removed before the report is stored or printed
     }
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
 
 
 def validate(
     data: str = typer.Option("all", "--data", help="all, published, own, or one data set name (e.g. own-h100)."),
-    holdout: Holdout = typer.Option(Holdout.platform, "--holdout", help="Group held out of each fit."),
+    holdout: Holdout = typer.Option(Holdout.model, "--holdout", help="Group held out of each fit."),
     as_json: bool = typer.Option(False, "--json"),
+    recompute: bool = typer.Option(False, "--recompute", help="Refit every held-out group even if the cached report is current."),
 ) -> None:
-    """Prediction error against real runs, each group predicted by a fit that never saw it."""
+    """Prediction error against real runs, each group predicted by a fit that never saw it, with and without
+    the machine's profile. The report is cached by a fingerprint of the data, the fit and the model code."""
+    from advisor.validation_cache import cached_report, store_report
     from knowledge.errors import AdvisorError
 
     try:
-        with _status(f"leave-one-{holdout.value}-out fits") as st:
-            rep = validation_report(data, holdout.value, progress=lambda g: st.update(f"fitting without {g}"))
+        rep = None if recompute else cached_report(data, holdout.value)
+        if rep is None:
+            from advisor.progress import steps_bar
+
+            with steps_bar(f"leave-one-{holdout.value}-out fits") as step:
+                rep = validation_report(data, holdout.value, progress=step)
+            rep.pop("_held", None)
+            store_report(data, holdout.value, rep)
     except (AdvisorError, ValueError) as e:
         fail(str(e))
     if as_json:
         print(json.dumps(rep, indent=2))
         return
-    t = Table(title=f"Throughput, held out by {holdout.value} ({rep['rows']} rows of '{data}')", title_justify="left")
-    for c in ("held-out group", "n", "MAPE tokens/s"):
+    _print_report(rep, data)
+
+
+def _print_report(rep: dict[str, Any], data: str) -> None:
+    holdout = rep["holdout"]
+    t = Table(title=f"Throughput (tokens/s), held out by {holdout}: {rep['rows']} rows of '{data}'", title_justify="left")
+    for c in ("held-out group", "n", "MAPE", "n profiled", "w/o profile", "with profile"):
         t.add_column(c, justify="left" if c == "held-out group" else "right")
     for g in rep["throughput_by_group"]:
-        t.add_row(g["group"], str(g["n"]), f"{g['mape_tokens_per_s']:.1%}")
+        t.add_row(g["group"], str(g["n"]), _pct(g["mape"]), str(g["n_profiled"]), _pct(g["mape_profiled_without"]), _pct(g["mape_profiled_with"]))
     o = rep["throughput_overall"]
-    t.add_row("[bold]all held-out[/]", str(o["n"]), f"[bold]{o['mape']:.1%}[/]")
+    t.add_row("[bold]all held-out[/]", str(o["n"]), f"[bold]{_pct(o['mape'])}[/]", str(o["n_profiled"]),
+              _pct(o["mape_profiled_without"]), _pct(o["mape_profiled_with"]))
     console.print(t)
+    t1 = Table(title="By regime (same held-out predictions)", title_justify="left")
+    for c in ("regime", "n", "MAPE", "n profiled", "w/o profile", "with profile"):
+        t1.add_column(c, justify="left" if c == "regime" else "right")
+    for g in rep["throughput_by_regime"]:
+        t1.add_row(g["regime"], str(g["n"]), _pct(g["mape"]), str(g["n_profiled"]), _pct(g["mape_profiled_without"]), _pct(g["mape_profiled_with"]))
+    console.print(t1)
     t2 = Table(title="Per data set", title_justify="left")
-    for c in ("data set", "tokens/s MAPE (n)", "peak memory MAPE (n)", "memory within 10%", "fit/OOM right (n)"):
+    for c in ("data set", "tokens/s MAPE (n)", "peak memory MAPE (n)", "memory within 10%", "fit verdict right (n)"):
         t2.add_column(c, justify="right" if c != "data set" else "left")
     names = sorted(set(rep["throughput_by_dataset"]) | set(rep["memory_by_dataset"]) | set(rep["fit_verdict_by_dataset"]))
     for k in names:
         tp, mm, fv = rep["throughput_by_dataset"].get(k), rep["memory_by_dataset"].get(k), rep["fit_verdict_by_dataset"].get(k)
         t2.add_row(
-            k, f"{tp['mape']:.1%} ({tp['n']})" if tp else "-", f"{mm['mape']:.1%} ({mm['n']})" if mm else "-",
+            k, f"{_pct(tp['mape'])} ({tp['n']})" if tp else "-", f"{_pct(mm['mape'])} ({mm['n']})" if mm else "-",
             f"{mm['within_10pct']:.0%}" if mm else "-", f"{fv['accuracy']:.1%} ({fv['n']})" if fv else "-",
         )
     console.print(t2)
+    if rep.get("host_memory_offload"):
+        h = rep["host_memory_offload"]
+        console.print(f"Host RAM of offload runs: MAPE {_pct(h['mape'])} (n={h['n']}, measured as the rise of the node's used RAM); "
+                      f"host kills among the runs: {rep['host_kills']}", highlight=False)
     if rep["regret_by_grid"]:
         t3 = Table(title="Regret of the best-predicted configuration in each measured grid (held-out predictions)", title_justify="left")
         t3.add_column("grid")
@@ -103,25 +153,40 @@ def validate(
             t3.add_row(k, f"{v:.1%}")
         console.print(t3)
         console.print(f"grids within 5% of the best measured: {rep['regret_within_5pct']:.0%}")
-    console.print("Memory and fit verdicts use no fitted parameter; published peak memory is the paper's 'GB' figure (not max_memory_allocated).", style="dim")
+    console.print("Memory and fit verdicts use the bundled calibration (bytes, not fitted efficiencies); published peak "
+                  "memory is the paper's 'GB' figure (not max_memory_allocated).", style="dim")
 
 
 def calibrate(
     data: str = typer.Option("all", "--data", help="Rows to fit on: all, published, own, or a data set name."),
-    holdout: Holdout = typer.Option(Holdout.platform, "--holdout", help="Group held out to measure the stored error."),
+    holdout: Holdout = typer.Option(Holdout.model, "--holdout", help="Group held out to measure the stored error."),
+    quick: bool = typer.Option(False, "--quick", help="Refit only; keep the previous held-out figures (seconds, not minutes)."),
+    bundled: bool = typer.Option(False, "--bundled", help="Maintainers: write the package's own fit and reports, not ADVISOR_HOME's."),
 ) -> None:
-    """Refit the learned correction on the measurements and store it (knowledge/calibration/fitted.json)."""
+    """Refit the learned correction on every measurement (bundled and yours) and store it with its held-out error."""
     from advisor.calibrate import refit
+    from advisor.progress import steps_bar
+    from advisor.validation_cache import store_report
+    from knowledge.efficiency import CALIBRATION_DIR
     from knowledge.errors import AdvisorError
+    from knowledge.paths import user_calibration_path
 
+    out = CALIBRATION_DIR / "fitted.json" if bundled else user_calibration_path()
     try:
-        with _status("fitting") as st:
-            res = refit(data, holdout.value, progress=lambda g: st.update(f"held-out fit without {g}"))
+        with steps_bar("calibrating") as step:
+            step("fitting every row")
+            res = refit(data, holdout.value, out=out, progress=step, measure_holdout=not quick)
+            report = res.pop("_report", None)
+        if report is not None:
+            store_report(data, holdout.value, report, bundled=bundled)
     except (AdvisorError, ValueError) as e:
         fail(str(e))
-    console.print(f"fitted on {res['fitted_on']['rows']} rows ({', '.join(res['fitted_on']['datasets'])}); "
-                  f"train MAPE {res['train_mape']:.1%}; held-out by {holdout.value}: "
-                  + ", ".join(f"{k} {v:.1%} (n={res['held_out_n'][k]})" for k, v in res["held_out_mape"].items()))
+    except OSError as e:
+        fail(f"cannot write {out}: {e.strerror or e}")
+    console.print(f"wrote {out}: fitted on {res['fitted_on']['rows']} rows ({', '.join(res['fitted_on']['datasets'])}); "
+                  f"train MAPE {res['train_mape']:.1%}; held-out by {res.get('held_out_by')}: "
+                  + ", ".join(f"{k} {v:.1%} (n={res['held_out_n'].get(k)})" for k, v in res["held_out_mape"].items()),
+                  highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
