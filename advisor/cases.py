@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from knowledge.errors import AdvisorError
-from knowledge.schema import Case, ServeCase, TrainCase
+from knowledge.schema import Case, ModelArch, PlatformSpec, Profile, ServeCase, TrainCase
+from knowledge.store import InputFileError, read_bounded_text
+
+MAX_CASE_FILE_BYTES = 16 << 20  # about 80,000 cases
+MAX_LINE_CHARS = 256 << 10  # a case, inline architecture included, is under 2 kB: bounds the memory a line can take
+MAX_PROFILE_BYTES = 16 << 20  # a full profile is about 50 kB
+PROFILE_PEAK_FACTOR = 2.0  # a probe can beat a conservative datasheet figure, not double it
+PROFILE_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "measurements" / "profiles"
 
 _ADAPTER: TypeAdapter = TypeAdapter(Case)
 _FIELDS = sorted(set(TrainCase.model_fields) | set(ServeCase.model_fields))
@@ -28,7 +36,8 @@ class MalformedFile(ValueError):
 
 
 def _field(err: dict[str, Any]) -> str:
-    loc = [str(x) for x in err["loc"] if x not in ("pretrain", "finetune", "serve", "TrainCase", "ServeCase")]
+    loc = [str(x) for x in err["loc"]
+           if x not in ("pretrain", "finetune", "serve", "TrainCase", "ServeCase", "str", "dict[str,any]")]
     return ".".join(loc) or "case"
 
 
@@ -41,21 +50,46 @@ def validation_message(e: ValidationError) -> str:
         hint = f"; closest: {', '.join(close)}" if close else ""
         return f"unknown field {field!r}{hint}"
     if err["type"] == "union_tag_invalid":
-        return f"task: {err['input']!r} is not one of 'pretrain', 'finetune', 'serve'"
+        tag = err.get("ctx", {}).get("tag", err["input"])
+        return f"task: {_short(tag)} is not one of 'pretrain', 'finetune', 'serve'"
     if err["type"] == "union_tag_not_found":
         return "task: missing (one of 'pretrain', 'finetune', 'serve')"
-    msg = err["msg"].replace("\n", " ")
-    return f"{field}: {msg} (got {err.get('input')!r})"
+    if err["type"] == "missing":
+        return f"{field}: missing (a required field)"
+    msg = err["msg"].replace("\n", " ").removeprefix("Value error, ")
+    return f"{field}: {msg} (got {_short(err.get('input'))})"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr`` of a value for a one-line message: cut to ``limit`` characters, ASCII-safe (lone surrogates)."""
+    text = repr(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return text if text.isprintable() else ascii(text)
+
+
+# choice fields whose choices are integers: pydantic's Literal takes True for 1 and 1.0 for 1, even strict
+_INT_CHOICES = ("zero_stage", "weight_bits", "kv_bits")
 
 
 def parse_case(obj: dict[str, Any]) -> TrainCase | ServeCase:
-    """Validate one case object; raises AdvisorError (per-case) or MalformedFile (wrong types)."""
+    """Validate one case object; raises AdvisorError (per-case) or MalformedFile (wrong types).
+
+    Validation is strict, as JSON types are: ``"4"``, ``4.0``, ``4.5``, ``true``, NaN and Infinity are
+    not integers, ``1`` and ``"true"`` are not booleans.
+    """
+    if "task" in obj and not isinstance(obj["task"], str):
+        raise MalformedFile(f"field 'task': must be a string ('pretrain', 'finetune' or 'serve'), got {_short(obj['task'])}")
+    for key in _INT_CHOICES:
+        v = obj.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise MalformedFile(f"field {key!r}: must be an integer, got {_short(v)}")
     try:
-        return _ADAPTER.validate_python(obj)
+        return _ADAPTER.validate_python(obj, strict=True)
     except ValidationError as e:
         err = e.errors()[0]
         if err["type"].endswith(_MALFORMED_SUFFIXES) or _wrong_literal_type(err):
-            raise MalformedFile(f"field {_field(err)!r}: {err['msg']} (got {err.get('input')!r})") from None
+            raise MalformedFile(f"field {_field(err)!r}: {err['msg']} (got {_short(err.get('input'))})") from None
         raise AdvisorError(validation_message(e)) from None
 
 
@@ -75,9 +109,15 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
     Raises MalformedFile for the first malformed line, naming its number.
     """
     out = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    if text.startswith("\ufeff"):  # a byte-order mark some editors write
+        text = text[1:]
+    # CR, LF or CRLF only: str.splitlines() would also split at U+2028, U+2029 and U+0085, which JSON
+    # strings may hold raw, and so tear one case into two malformed lines
+    for n, line in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_CHARS:
+            raise MalformedFile(f"line {n}: {len(line):,} characters, more than a case can hold ({MAX_LINE_CHARS:,})")
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
@@ -87,7 +127,7 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
         if not isinstance(obj, dict):
             raise MalformedFile(f"line {n}: expected a JSON object, got {type(obj).__name__}")
         if "id" in obj and not isinstance(obj["id"], str):
-            raise MalformedFile(f"line {n}: field 'id' must be a string, got {obj['id']!r}")
+            raise MalformedFile(f"line {n}: field 'id' must be a string, got {_short(obj['id'])}")
         try:
             out.append((n, obj, parse_case(obj), None))
         except MalformedFile as e:
@@ -103,9 +143,154 @@ def case_from_arg(text: str) -> TrainCase | ServeCase:
     Raises MalformedFile (unreadable, not JSON, wrong types) or AdvisorError (unsupported values).
     """
     try:
-        obj = json.loads(text if text.strip().startswith("{") else Path(text).read_text())
+        obj = json.loads(text if text.strip().startswith("{") else read_bounded_text(text, MAX_CASE_FILE_BYTES, "case file"))
+    except InputFileError as e:
+        raise MalformedFile(str(e)) from None
     except (OSError, ValueError, RecursionError) as e:
         raise MalformedFile(f"neither inline JSON nor a readable JSON file ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
     if not isinstance(obj, dict):
         raise MalformedFile(f"expected a JSON object, got {type(obj).__name__}")
     return parse_case(obj)
+
+
+def read_case_text(path: str | Path) -> str:
+    """The text of a case file (``-`` = stdin), bounded: a FIFO, a directory, a device, a huge file,
+    bytes that are not UTF-8 raise MalformedFile at once instead of hanging or filling memory."""
+    import sys
+
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(MAX_CASE_FILE_BYTES + 1) if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        if len(data) > MAX_CASE_FILE_BYTES:
+            raise MalformedFile(f"stdin holds more than {MAX_CASE_FILE_BYTES:,} bytes of cases")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MalformedFile(f"stdin is not UTF-8 text (byte {e.start})") from None
+    try:
+        return read_bounded_text(path, MAX_CASE_FILE_BYTES, "cases file")
+    except InputFileError as e:
+        raise MalformedFile(str(e)) from None
+
+
+# --------------------------------------------------------------------------------------------------
+# profiles and plausibility: values of the right type that still make no sense
+
+
+class ImpossibleProfile(AdvisorError):
+    """A readable profile that cannot describe a GPU: its cases get error lines (the contract)."""
+
+
+class UnknownProfile(AdvisorError):
+    """``--profile NAME`` where NAME is no profile's name (user's or bundled); the message names the closest."""
+
+
+def load_profile_checked(name: str | Path) -> Profile:
+    """A profile from a path, or the name of a shipped one (``h100x1``, ``h200x1``, ``h200x2``).
+
+    Bounded and non-blocking like every input file. A file that is missing, unreadable or not a profile
+    raises AdvisorError; impossible ceilings (zero, negative, NaN) and a profile of no catalog GPU (a CPU
+    profile) raise ImpossibleProfile. Both name the file and the field in one line.
+    """
+    from pydantic import ValidationError
+
+    from knowledge.catalog import match_gpu
+
+    path = Path(name)
+    if not path.exists() and str(name) and "/" not in str(name):
+        shipped = [PROFILE_DIR / f"{name}-full.json", PROFILE_DIR / f"{name}-quick.json", PROFILE_DIR / f"{name}.json"]
+        path = next((p for p in shipped if p.is_file()), path)
+        if not path.exists():  # a name among the user's own profiles (ADVISOR_HOME/profiles)
+            from knowledge.paths import find_profile
+
+            try:
+                path = find_profile(name)
+            except AdvisorError as e:  # a bare name matching no profile: an unknown name, like an unknown model
+                if not str(name).endswith(".json"):
+                    raise UnknownProfile(str(e)) from None
+    try:
+        text = read_bounded_text(path, MAX_PROFILE_BYTES, "profile")
+        profile = Profile.model_validate_json(text)
+    except InputFileError as e:
+        known = sorted({p.name.split("-")[0] for p in PROFILE_DIR.glob("*.json")})
+        hint = f"; shipped profiles: {', '.join(known)}" if "No such file" in str(e) else ""
+        raise AdvisorError(f"{e}{hint}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(map(str, err["loc"])) or "file"
+        msg = err["msg"].replace("\n", " ").removeprefix("Value error, ")
+        if err["type"] == "value_error":  # well-formed, but a ceiling is zero, negative or NaN
+            raise ImpossibleProfile(f"profile {_short(str(path))} holds an impossible value ({where}: {msg})") from None
+        raise AdvisorError(f"profile {_short(str(path))} is not a valid profile ({where}: {msg})") from None
+    except (RecursionError, ValueError) as e:
+        raise AdvisorError(f"profile {_short(str(path))} is not a valid profile ({type(e).__name__})") from None
+    matched = match_gpu(profile.gpu_name)
+    if profile.gpu_id is None and matched is None:
+        raise ImpossibleProfile(f"profile {_short(str(path))} was measured on {_short(profile.gpu_name)}, which is no catalog GPU "
+                                "(a CPU profile?); probe on the GPU you predict for")
+    from knowledge.catalog import gpus
+
+    gpu = gpus().get(profile.gpu_id or "") or matched
+    if gpu is not None:  # a measurement far above the datasheet peak is a broken probe, not a fast GPU
+        limits = {"matmul_tflops": (profile.matmul_tflops, gpu.matmul_tflops),
+                  "memory_bandwidth_gbs": (profile.memory_bandwidth_gbs, gpu.memory_bandwidth_gbs)}
+        for name, (measured, peak) in limits.items():
+            if measured > PROFILE_PEAK_FACTOR * peak:
+                raise ImpossibleProfile(f"profile {_short(str(path))}: {name}={measured:g} is above {PROFILE_PEAK_FACTOR:g}x the "
+                                        f"{gpu.id} datasheet peak {peak:g}")
+    if profile.launch_overhead_s > 1.0:
+        raise ImpossibleProfile(f"profile {_short(str(path))}: launch_overhead_s={profile.launch_overhead_s:g} is over a second")
+    return profile
+
+
+def profile_gpu(profile: Profile) -> str:
+    """The catalog GPU id a profile was measured on."""
+    from knowledge.catalog import match_gpu
+
+    if profile.gpu_id:
+        return profile.gpu_id
+    matched = match_gpu(profile.gpu_name)
+    return matched.id if matched else profile.gpu_name
+
+
+def check_profile_matches(profile: Profile | None, platform: PlatformSpec) -> None:
+    """A profile measured on another GPU kind says nothing about this one: an error, not a silent fallback."""
+    if profile is None:
+        return
+    gpu = profile_gpu(profile)
+    if gpu != platform.gpu.id:
+        raise AdvisorError(f"profile measured on {gpu} ({_short(profile.gpu_name)}) does not match {platform.id!r} "
+                           f"({platform.gpu.id}); probe on {platform.gpu.id} or drop --profile")
+
+
+def context_length(arch: ModelArch) -> int | None:
+    """The model's context window, when its architecture states one (an inline one may not)."""
+    return arch.max_position_embeddings if "max_position_embeddings" in arch.model_fields_set else None
+
+
+def check_plausible(case: TrainCase | ServeCase, profile: Profile | None = None) -> None:
+    """Reject a well-typed case that still makes no sense, before anything is predicted for it.
+
+    Sequence lengths beyond the model's context, more GPUs than the platform has, a profile of
+    another GPU. Raises AdvisorError with one line naming the value.
+    """
+    from knowledge.catalog import resolve_model, resolve_platform
+
+    platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
+    arch = resolve_model(case.model)
+    check_profile_matches(profile, platform)
+    ctx = context_length(arch)
+    if isinstance(case, TrainCase):
+        if ctx is not None and case.seq_len > ctx:
+            raise AdvisorError(f"seq_len={case.seq_len} exceeds the {ctx}-token context of {arch.name}")
+        if case.method != "full" and case.lora_rank > arch.hidden_size:
+            raise AdvisorError(f"lora_rank={case.lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}: "
+                               "an adapter of that rank is a full-rank update")
+        return
+    if case.tensor_parallel > platform.count:
+        raise AdvisorError(f"tensor_parallel={case.tensor_parallel} exceeds the {platform.count} GPUs of {platform.id!r}")
+    if ctx is not None:
+        if case.kv_len_effective > ctx:
+            raise AdvisorError(f"kv_len={case.kv_len_effective} exceeds the {ctx}-token context of {arch.name}")
+        if case.prompt_len + (case.output_len or 0) > ctx:
+            raise AdvisorError(f"prompt_len={case.prompt_len} + output_len={case.output_len or 0} exceeds the "
+                               f"{ctx}-token context of {arch.name}")

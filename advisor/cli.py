@@ -2,12 +2,81 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import typer
+from typer import _click as click
+from typer.core import TyperGroup
+
+
+class OneLineErrors(TyperGroup):
+    """Usage errors as one ``error:`` line on stderr (exit 2), not click's usage block or Rich's box.
+
+    Whatever escapes a command is turned into one line too: a traceback is never the interface.
+    """
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        from advisor.output import one_line
+
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:
+            names = sorted(getattr(e.ctx.command, "commands", {}) or {})
+            what = f"a command: {', '.join(names)}" if names else "options"
+            click.echo(f"error: {e.ctx.command_path}: missing {what} (see --help)", err=True)
+            code = e.exit_code
+        except click.exceptions.ClickException as e:
+            where = f"{e.ctx.command_path}: " if getattr(e, "ctx", None) is not None else ""
+            got = _given(e, sys.argv[1:] if args is None else list(args))
+            names = sorted(getattr(getattr(e, "ctx", None) and e.ctx.command, "commands", None) or {})
+            if names and e.format_message().startswith(("Missing command", "No such command")):
+                got += f" (one of: {', '.join(names)})"
+            click.echo(f"error: {where}{one_line(e.format_message())}{got}", err=True)
+            code = e.exit_code
+        except typer.Abort:
+            click.echo("error: aborted", err=True)
+            code = 1
+        except RecursionError:
+            click.echo("error: input nested too deeply", err=True)
+            code = 2
+        except MemoryError:
+            click.echo("error: out of memory (input too large)", err=True)
+            code = 1
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            code = 130
+        except Exception as e:  # noqa: BLE001 - a bug must still read as one line, never a traceback
+            click.echo(f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]})", err=True)
+            code = 1
+        else:
+            code = rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _given(e: Exception, args: list[str]) -> str:
+    """`` (got '0')``: the value the user gave the option a BadParameter names, when it can be found."""
+    param = getattr(e, "param", None)
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("-")]
+    if not opts or isinstance(e, click.exceptions.MissingParameter):
+        return ""
+    for i, a in enumerate(args):
+        for o in opts:
+            if a == o and i + 1 < len(args):
+                return f" (got {args[i + 1]!r})"[:200]
+            if a.startswith(o + "="):
+                return f" (got {a[len(o) + 1:]!r})"[:200]
+    return ""
+
 
 app = typer.Typer(
     name="advisor",
+    cls=OneLineErrors,
     help="Pick the fastest LLM training/serving configuration that fits your GPUs, predict it, prove it.",
-    no_args_is_help=True,
+    no_args_is_help=False,  # no command is a usage error: one line, not the help screen
     add_completion=False,
     pretty_exceptions_enable=False,
 )

@@ -1,18 +1,21 @@
 """The Optuna search over training configurations.
 
 The objective only calls the predictor: memory first (a configuration that cannot fit is pruned before
-its time is predicted), then the step time. Small spaces are enumerated exhaustively through the Optuna
-study's trial queue; larger ones use a seeded TPE sampler. Storage follows Optuna: in memory by default,
-an RDB URL (``sqlite:///study.db``, ``postgresql://…``) lets several workers share one study.
+its time is predicted), then the step time. Small spaces are enumerated exhaustively and recorded in
+the Optuna study; larger ones use a seeded TPE sampler. Storage follows Optuna: in memory by default,
+an RDB URL (``sqlite:///study.db``, ``postgresql://…``) lets several workers share one study, bound to
+its job (``advisor.storage``).
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from advisor.storage import open_study, resolve_storage, storage_lock
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import Efficiencies
 from knowledge.errors import AdvisorError
@@ -168,6 +171,15 @@ def _neighbours(knobs: dict[str, Any], space: list[dict[str, Any]], radius: int 
     return [k for k in space if 0 < sum(k[x] != knobs[x] for x in knobs) <= radius]
 
 
+def job_key(spec: SearchSpec, exhaustive: bool) -> str:
+    """What a shared study is about, as canonical JSON: trials of two different jobs never mix."""
+    import json
+
+    job = {k: getattr(spec, k) for k in spec.__dataclass_fields__}
+    job["search"] = "exhaustive" if exhaustive else "tpe"
+    return json.dumps(job, sort_keys=True, default=list)
+
+
 def run_search(
     spec: SearchSpec,
     eff: Efficiencies,
@@ -182,11 +194,13 @@ def run_search(
 ) -> tuple[list[Candidate], Evaluator, dict[str, Any]]:
     """Search and return the fitting candidates, best first, with the evaluator and search facts.
 
-    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) asks and tells the Optuna study every
-    configuration: exact, and a fraction of a millisecond each. ``tpe`` samples the conditional space with
-    a seeded multivariate TPE sampler, then climbs through the two-knob neighbourhood of the best trial. A
-    configuration that cannot fit is pruned before its time is predicted; under TPE it is reported
-    as minus its excess GiB, so the sampler learns where the memory wall is.
+    ``brute`` (and ``auto`` on spaces up to BRUTE_FORCE_MAX) evaluates every configuration (a fraction of
+    a millisecond each) and records in the study those it does not hold yet, so several workers on
+    one study all finish with the same, exact answer and the study holds each configuration once.
+    ``tpe`` samples the conditional space with a seeded multivariate TPE sampler, then climbs through
+    the two-knob neighbourhood of the best trial. A configuration that cannot fit is pruned before its
+    time is predicted; under TPE it is reported as minus its excess GiB, so the sampler learns where
+    the memory wall is. With ``storage`` the study records its job and refuses another job.
     """
     import optuna
 
@@ -196,12 +210,13 @@ def run_search(
     if not space:
         raise AdvisorError(f"no micro-batch size reaches global batch {spec.global_batch} on {ev.gpus} GPUs exactly")
     use_brute = sampler == "brute" or (sampler == "auto" and len(space) <= BRUTE_FORCE_MAX)
-    smp = optuna.samplers.RandomSampler(seed=seed) if use_brute else optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True, warn_independent_sampling=False)
-    study = optuna.create_study(
-        direction="maximize", sampler=smp, storage=storage, study_name=study_name,
-        load_if_exists=study_name is not None,
-    )
-    total = n_trials or (len(space) if use_brute else min(len(space), 200))
+    with warnings.catch_warnings():  # `group` is experimental: said once here, not on every run's stderr
+        warnings.simplefilter("ignore")
+        smp = optuna.samplers.RandomSampler(seed=seed) if use_brute else optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
+    rdb = resolve_storage(storage)
+    study = open_study(rdb, storage, study_name, smp, job_key(spec, use_brute))
+    # never more trials than configurations: TPE would only resample what it has seen
+    total = min(n_trials, len(space)) if n_trials else (len(space) if use_brute else min(len(space), 200))
     done = 0
 
     def tick(*_: Any) -> None:
@@ -210,58 +225,87 @@ def run_search(
         if progress:
             progress(done, total)
 
-    def evaluate(trial, knobs: dict[str, Any]) -> float:
+    def value(knobs: dict[str, Any]) -> float | None:
+        """tokens/s, minus the excess GiB (TPE) or None (pruned) when it does not fit."""
         cand = ev.evaluate(knobs)
-        trial.set_user_attr("knobs", knobs)
         if cand is None:
-            if use_brute:
-                raise optuna.TrialPruned("does not fit")
-            return -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
+            return None if use_brute else -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
         return cand.prediction.tokens_per_s
 
-    if use_brute:  # ask-and-tell: every configuration once, recorded in the study like any trial
-        for knobs in space[:total]:
-            trial = study.ask()
-            try:
-                study.tell(trial, evaluate(trial, knobs))
-            except optuna.TrialPruned:
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            tick()
-    else:
-        def objective(trial) -> float:
-            knobs = _suggest(trial, spec)
-            accum = _grad_accum(spec, knobs["micro_batch_size"], ev.gpus)
-            if accum is None:
-                raise optuna.TrialPruned("global batch not reachable")
-            return evaluate(trial, {**knobs, "grad_accum": accum})
+    def record(knob_list: list[dict[str, Any]]) -> None:
+        """Add finished trials for the configurations the study does not hold yet (one lock, one pass)."""
+        with storage_lock(storage):
+            held = {_key(t.user_attrs["knobs"]) for t in study.get_trials(deepcopy=False) if "knobs" in t.user_attrs}
+            new = []
+            for knobs in knob_list:
+                if _key(knobs) in held:
+                    continue
+                held.add(_key(knobs))
+                v = value(knobs)
+                state = optuna.trial.TrialState.PRUNED if v is None else optuna.trial.TrialState.COMPLETE
+                new.append(optuna.trial.create_trial(state=state, value=v, user_attrs={"knobs": knobs}))
+            study.add_trials(new)
 
-        study.optimize(objective, n_trials=total, callbacks=[tick])
-        # polish: try every change of one or two knobs of the best, through the same study, until none helps
+    if use_brute:
+        chosen = space[:total]
+        for knobs in chosen:
+            ev.evaluate(knobs)
+            tick()
+        record(chosen)
+        ranked_knobs = chosen
+    else:
+        for _ in range(total):  # ask and tell: the objective is ours, no queue shared with other workers
+            with storage_lock(storage):
+                trial = study.ask()
+                knobs = _suggest(trial, spec)
+            accum = _grad_accum(spec, knobs["micro_batch_size"], ev.gpus)
+            knobs = {**knobs, "grad_accum": accum}
+            v = value(knobs) if accum is not None else None
+            with storage_lock(storage):
+                trial.set_user_attr("knobs", knobs)
+                if v is None:
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                else:
+                    study.tell(trial, v)
+            tick()
+        # polish: every change of one or two knobs of the best, until none helps
         tried: set[tuple] = set()
-        best = _best_knobs(study)
-        while best is not None and tuple(sorted(best.items())) not in tried:
-            tried.add(tuple(sorted(best.items())))
+        best = _best_knobs(study, ev)
+        while best is not None and _key(best) not in tried:
+            tried.add(_key(best))
             extra = _neighbours(best, space)
-            for knobs in extra:
-                study.enqueue_trial({}, user_attrs={"knobs": knobs})
             total += len(extra)
-            study.optimize(lambda t: evaluate(t, t.user_attrs["knobs"]), n_trials=len(extra), callbacks=[tick])
-            best = _best_knobs(study)
+            for _ in extra:
+                tick()
+            record(extra)
+            best = _best_knobs(study, ev)
+        ranked_knobs = [t.user_attrs["knobs"] for t in study.get_trials(deepcopy=False) if "knobs" in t.user_attrs]
     seen: dict[tuple, Candidate] = {}
-    for t in study.get_trials(deepcopy=False):
-        knobs = t.user_attrs.get("knobs")
-        if knobs:
-            cand = ev.evaluate(knobs)
-            if cand is not None:
-                seen[tuple(sorted(knobs.items()))] = cand
-    ranked = sorted(seen.values(), key=lambda c: (-c.rank_score, c.prediction.peak_mem_gib))
+    for knobs in ranked_knobs:
+        cand = ev.evaluate(knobs)
+        if cand is not None:
+            seen[_key(knobs)] = cand
+    ranked = sorted(seen.values(), key=lambda c: (-c.rank_score, c.prediction.peak_mem_gib, describe_key(c)))
     facts = {"space_size": len(space), "trials": len(study.get_trials(deepcopy=False)), "sampler": "exhaustive" if use_brute else "tpe", "gpus": ev.gpus}
     return ranked, ev, facts
 
 
-def _best_knobs(study) -> dict[str, Any] | None:
-    done = [t for t in study.get_trials(deepcopy=False) if t.value is not None and t.value > 0]
-    return max(done, key=lambda t: t.value).user_attrs["knobs"] if done else None
+def _key(knobs: dict[str, Any]) -> tuple:
+    return tuple(sorted(knobs.items()))
+
+
+def describe_key(c: Candidate) -> str:
+    """A total order for ties: the configuration's fields as text."""
+    return repr(_key(c.case.model_dump(exclude={"id"})))
+
+
+def _best_knobs(study, ev: Evaluator) -> dict[str, Any] | None:
+    """The best fitting configuration the study holds (this job's trials only, by the study's binding)."""
+    done = [t for t in study.get_trials(deepcopy=False) if t.value is not None and t.value > 0 and "knobs" in t.user_attrs]
+    if not done:
+        return None
+    best = max(done, key=lambda t: (t.value, repr(_key(t.user_attrs["knobs"]))))
+    return best.user_attrs["knobs"]
 
 
 def exhaustive_best(spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> Candidate | None:

@@ -28,14 +28,16 @@ def _short(p) -> str:
 
 def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile: Profile | None, *, top: int,
                     prompt_len: int, output_len: int, max_tpot_ms: float | None, max_ttft_ms: float | None,
-                    as_json: bool, requests: int | None = None, wide: bool = False) -> None:
+                    as_json: bool, requests: int | None = None, gpus: int | None = None, wide: bool = False) -> None:
+    """``gpus``: the most GPUs one replica may use (tensor parallelism up to it); default all of the platform."""
     from advisor.predictor import held_out_error
 
-    platform = resolve_platform(hardware)
+    platform = resolve_platform(hardware, gpus)
     arch = resolve_model(model)
     eff = local_efficiencies(platform, eff, profile)
     items = recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len,
-                              max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, top=top, rel_error=held_out_error().get("serve"))
+                              max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, top=top,
+                              max_tensor_parallel=gpus, rel_error=held_out_error().get("serve"))
     header = {"hardware": platform.id, "gpu": platform.gpu.name, "model": arch.name, "task": "serve",
               "prompt_len": prompt_len, "output_len": output_len, "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}
     rows = []

@@ -48,17 +48,20 @@ def _why(case: ServeCase, p: ServePrediction, limit: int, max_tpot_ms: float | N
 
 def recommend_serving(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, *, prompt_len: int, output_len: int,
                       max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, top: int = 5,
-                      rel_error: float | None = None) -> list[dict]:
+                      max_tensor_parallel: int | None = None, rel_error: float | None = None) -> list[dict]:
     """The ``top`` configurations by end-to-end output tokens/s among those that fit and meet the limits.
 
     Each item: the ServeCase fields, ``prediction`` (ServePrediction), ``fits`` and a one-line ``why``.
-    An empty list means nothing fits or meets the latency limits. ``rel_error`` (the held-out error of
+    An empty list means nothing fits or meets the latency limits. ``max_tensor_parallel`` (the user's
+    ``--gpus``) caps the tensor parallelism considered. ``rel_error`` (the held-out error of
     the serving fit) gives each prediction its interval, as `advisor predict` does.
     """
     if prompt_len < 1 or output_len < 1:
         raise AdvisorError("prompt_len and output_len must be at least 1")
     found: list[dict] = []
     for tp in tensor_parallel_options(arch, platform):
+        if max_tensor_parallel is not None and tp > max_tensor_parallel:
+            continue
         for wb in WEIGHT_BITS:
             for kb in KV_BITS:
                 limit = max_batch(make_setup(arch, platform, eff, tp, wb, kb), prompt_len, prompt_len + output_len)

@@ -12,10 +12,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from knowledge.errors import AdvisorError, unknown
-from knowledge.schema import GPUSpec, HostSpec, ModelArch, PlatformSpec
+from knowledge.store import InputFileError, read_bounded_text
+from knowledge.schema import DECODER_MODEL_TYPES, GPUSpec, HostSpec, ModelArch, PlatformSpec
 
 DATA = Path(__file__).parent / "data"
-_PLATFORM_RE = re.compile(r"^(?P<gpu>[a-z0-9][a-z0-9.\-]*?)x(?P<count>\d+)(?:-(?P<variant>pcie|nvlink))?$")
+# ASCII only: ``\d`` would also take full-width and other Unicode digits ("h100x１")
+_PLATFORM_RE = re.compile(r"^(?P<gpu>[a-z0-9][a-z0-9.\-]*?)x(?P<count>[0-9]{1,6})(?:-(?P<variant>pcie|nvlink))?$", re.ASCII)
+MAX_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few kB
 
 # Defaults for a server the catalog does not describe. Assumption, not a measurement: typical cloud
 # shapes give 8 to 16 vCPUs and at least twice the GPUs' memory in RAM per GPU.
@@ -132,6 +135,8 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     (``box.json``) or an inline platform object (``{"gpu": "rtx4090", "count": 2, …}``)."""
     if not isinstance(hardware, str):
         raise AdvisorError(f"hardware must be a platform id or a platform file path, got {hardware!r}")
+    if isinstance(gpus_used, bool) or (gpus_used is not None and gpus_used < 1):
+        raise AdvisorError(f"gpus={gpus_used!r} must be a positive integer")
     if is_platform_file(hardware):
         from knowledge.platform_file import platform_from_spec
 
@@ -139,6 +144,9 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
         if gpus_used is not None and gpus_used > platform.count:
             raise AdvisorError(f"gpus={gpus_used} exceeds the {platform.count} GPUs of {platform.id!r}")
         return platform
+    if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200 or hardware != hardware.strip():
+        shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
+        raise AdvisorError(f"hardware {shown} is not a platform id: ASCII letters and digits such as h100x8, a800x8, rtx3090x8-pcie")
     hw = hardware.strip().lower().replace("_", "-")
     hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
     if hw in gpus():  # checked first: 'rtx4090' would otherwise parse as GPU 'rt' x 4090
@@ -170,6 +178,12 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     )
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    text = text[:60] + ("…" if len(text) > 60 else "")
+    return text if text.isprintable() else ascii(text)
+
+
 def with_host(hardware: str, host_ram_gib: float | None = None, cpu_cores: int | None = None) -> str:
     """``hardware`` with its host replaced (``--host-ram-gib``, ``--cpu-cores``), as a hardware string
     every command and case accepts: unchanged when neither is given, else an inline platform object."""
@@ -198,18 +212,24 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
     if "model_type" in cfg:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
-    return ModelArch(name=name, source=name, **fields)
+    # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
+    return ModelArch.model_validate({"name": name, "source": name, **fields}, strict=True)
 
 
 def resolve_model(model: str | dict[str, Any]) -> ModelArch:
     """A catalog name or alias, an inline architecture dict, or a path to a HF ``config.json``."""
     if isinstance(model, dict):
         try:
-            return ModelArch(name=str(model.get("name", "inline")), **{k: v for k, v in model.items() if k != "name"})
+            name = model.get("name", "inline")
+            if not isinstance(name, str):
+                raise AdvisorError(f"inline model: 'name' must be a string, got {name!r}")
+            fields = {k: v for k, v in model.items() if k != "name"}
+            # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
+            return ModelArch.model_validate({"name": name, **fields}, strict=True)
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"]) or "model"
-            raise AdvisorError(f"inline model: {loc!r}: {err['msg']}".replace("\n", " ")) from None
+            raise AdvisorError(f"inline model: {loc!r}: {err['msg'].removeprefix('Value error, ')} (got {_short(err.get('input'))})".replace("\n", " ")) from None
         except TypeError as e:
             raise AdvisorError(f"inline model: {e}") from None
     if not isinstance(model, str):
@@ -225,9 +245,9 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
     if path.suffix == ".json" or is_dir:
         cfg_path = path / "config.json" if is_dir else path
         try:
-            cfg = json.loads(cfg_path.read_text())
-        except FileNotFoundError:
-            raise AdvisorError(f"model config {str(cfg_path)!r} not found") from None
+            cfg = json.loads(read_bounded_text(cfg_path, MAX_CONFIG_BYTES, "model config"))
+        except InputFileError as e:
+            raise AdvisorError(str(e)) from None
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise AdvisorError(f"model config {str(cfg_path)!r} is not valid JSON: {str(e).splitlines()[0]}") from None
         except (OSError, ValueError) as e:  # a directory, no permission, a NUL byte, a name too long
@@ -237,6 +257,10 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
         if missing:
             raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (only Llama-style decoders)")
+        kind = cfg.get("model_type")
+        if kind is not None and (not isinstance(kind, str) or kind not in DECODER_MODEL_TYPES) or cfg.get("is_encoder_decoder"):
+            raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a Llama-style decoder; "
+                               f"supported: {', '.join(sorted(DECODER_MODEL_TYPES))}")
         try:
             return arch_from_hf_config(cfg, name=str(cfg_path))
         except ValidationError as e:

@@ -16,7 +16,7 @@ from knowledge.catalog import _HF_KEYS, arch_from_hf_config
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch
 
-HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$", re.ASCII)  # ASCII: "Ｑwen/x" is no hub id
 
 
 def hub_config(repo_id: str) -> dict[str, Any]:

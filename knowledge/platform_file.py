@@ -23,6 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from knowledge.errors import AdvisorError
 from knowledge.schema import GPUSpec, HostSpec, PlatformSpec
 
+MAX_PLATFORM_BYTES = 1 << 20  # a platform file is a few hundred bytes
+MAX_PLATFORM_DEPTH = 8  # "platform": another platform file, which may name another…
+_depth = 0
+
+
+def _printable(text: str) -> str:
+    return repr(text) if text.isprintable() and text.isascii() else ascii(text)
+
+
 INTERCONNECTS = ("nvlink", "nvswitch", "nvlink-pairs", "pcie", "pcie-no-p2p", "single")
 
 
@@ -40,18 +49,23 @@ class PlatformFile(BaseModel):
 
 def _read(spec: str) -> tuple[dict[str, Any], str, str | None]:
     """(object, where it came from, default id)."""
+    from knowledge.store import InputFileError, read_bounded_text
+
     text = spec.strip()
     if text.startswith("{"):
         where, default_id = "inline platform", None
+        if len(text) > MAX_PLATFORM_BYTES:
+            raise AdvisorError(f"inline platform is {len(text)} characters; at most {MAX_PLATFORM_BYTES}")
     else:
+        shown = _printable(text[:200])
         path = Path(text).expanduser()
-        where, default_id = f"platform file {text!r}", path.stem
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise AdvisorError(f"platform file {spec!r} not found (a platform id looks like rtx4090x8, h100x1)") from None
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise AdvisorError(f"platform file {spec!r} cannot be read: {str(e).splitlines()[0]}") from None
+        where, default_id = f"platform file {shown}", path.stem
+        if not path.exists():
+            raise AdvisorError(f"platform file {shown} not found (a platform id looks like rtx4090x8, h100x1)")
+        try:  # bounded and non-blocking: a FIFO or /dev/zero is refused, not read forever
+            text = read_bounded_text(path, MAX_PLATFORM_BYTES, "platform file")
+        except InputFileError as e:
+            raise AdvisorError(str(e).splitlines()[0] if str(e) else f"platform file {shown} cannot be read") from None
     try:
         obj = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as e:
@@ -105,7 +119,18 @@ def platform_from_spec(spec: str) -> PlatformSpec:
         if err["type"] == "extra_forbidden":
             raise AdvisorError(f"{where}: unknown key {field!r}; valid: {', '.join(PlatformFile.model_fields)}") from None
         raise AdvisorError(f"{where}: {field}: {err['msg']} (got {err.get('input')!r})".replace("\n", " ")) from None
-    base = resolve_platform(pf.platform) if pf.platform else None
+    if pf.id is not None and not (pf.id.strip() and pf.id.isascii() and pf.id.isprintable() and len(pf.id) <= 200):
+        raise AdvisorError(f"{where}: id must be 1-200 printable ASCII characters, got {_printable(pf.id[:60])}")
+    base = None
+    if pf.platform:
+        global _depth
+        if _depth >= MAX_PLATFORM_DEPTH:
+            raise AdvisorError(f"{where}: \"platform\" chains more than {MAX_PLATFORM_DEPTH} platform files (a loop?)")
+        _depth += 1
+        try:
+            base = resolve_platform(pf.platform)
+        finally:
+            _depth -= 1
     if base is None and (pf.gpu is None or pf.count is None):
         raise AdvisorError(f"{where}: needs \"gpu\" and \"count\" (or \"platform\": a catalog id such as rtx4090x8)")
     gpu = _gpu(pf.gpu, where) if pf.gpu is not None else base.gpu  # type: ignore[union-attr]

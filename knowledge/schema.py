@@ -7,6 +7,7 @@ rename or drop a field. Units are in the field names (``_gib``, ``_s``, ``_gbs``
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -83,6 +84,13 @@ class PlatformSpec(Strict):
     notes: str = ""
 
 
+# Llama-style decoders (RMSNorm, RoPE, SwiGLU, GQA, optional MoE) whose config.json the models read right
+DECODER_MODEL_TYPES = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "yi", "internlm2", "deepseek",
+    "baichuan", "gemma", "gemma2", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm", "starcoder2",
+})
+
+
 class ModelArch(Strict):
     """A Llama-style decoder (RMSNorm, RoPE, SwiGLU MLP, GQA; optional MoE)."""
 
@@ -101,8 +109,8 @@ class ModelArch(Strict):
     head_dim: int | None = Field(default=None, gt=0, le=1 << 14)
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # Qwen2 has q/k/v biases
-    max_position_embeddings: int = 4096
-    param_count: int | None = None  # total parameters as transformers counts them, checked by a test
+    max_position_embeddings: int = Field(default=4096, gt=0, le=1 << 24)
+    param_count: int | None = Field(default=None, gt=0)  # total parameters as transformers counts them, checked by a test
     source: str = "inline"
 
     @model_validator(mode="after")
@@ -117,6 +125,13 @@ class ModelArch(Strict):
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ValueError("hidden_size is not a multiple of num_attention_heads")
         return self
+
+    @field_validator("hf_model_type")
+    @classmethod
+    def _decoder(cls, v: str) -> str:
+        if v not in DECODER_MODEL_TYPES:
+            raise ValueError(f"model_type {v!r} is not a Llama-style decoder; supported: {', '.join(sorted(DECODER_MODEL_TYPES))}")
+        return v
 
     @property
     def head_size(self) -> int:
@@ -169,6 +184,10 @@ class TrainCase(_CaseBase):
     @field_validator("lora_targets")
     @classmethod
     def _known_targets(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError(f"must name at least one projection; valid: {', '.join(LORA_TARGETS)}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"names a projection twice: {sorted(t for t in set(v) if v.count(t) > 1)[0]!r}")
         bad = [t for t in v if t not in LORA_TARGETS]
         if bad:
             raise ValueError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LORA_TARGETS)}")
@@ -328,11 +347,26 @@ class Measurement(Strict):
 # Calibration profile written by `advisor probe`
 
 
+def _positive_finite(v: Any) -> Any:
+    """Field validator of measured ceilings: None passes, else a finite number above zero."""
+    if v is not None and (isinstance(v, bool) or not math.isfinite(v) or v <= 0):
+        raise ValueError(f"must be a finite number above zero, got {v!r}")
+    return v
+
+
+def _non_negative_finite(v: Any) -> Any:
+    if isinstance(v, bool) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"must be a finite number, 0 or more, got {v!r}")
+    return v
+
+
 class GemmPoint(Strict):
     m: int
     n: int
     k: int
     tflops: float  # achieved, bf16 (fp16 where bf16 is missing)
+
+    _positive = field_validator("m", "n", "k", "tflops")(lambda v: _positive_finite(v))
 
 
 class AttentionPoint(Strict):
@@ -343,6 +377,9 @@ class AttentionPoint(Strict):
     fused_fwd_bwd_s: float | None
     eager_fwd_bwd_s: float | None
 
+    _positive = field_validator("batch", "seq_len", "heads", "head_dim", "fused_fwd_bwd_s", "eager_fwd_bwd_s")(
+        lambda v: _positive_finite(v))
+
 
 class CollectivePoint(Strict):
     op: Literal["all_reduce", "all_gather", "reduce_scatter"]
@@ -350,6 +387,10 @@ class CollectivePoint(Strict):
     size_bytes: int
     time_s: float
     busbw_gbs: float  # nccl-tests convention
+
+    _positive = field_validator("ranks", "size_bytes", "time_s")(lambda v: _positive_finite(v))
+    # one rank moves nothing between GPUs: a bus bandwidth of 0 (nccl-tests' factor (n-1)/n)
+    _finite = field_validator("busbw_gbs")(lambda v: _non_negative_finite(v))
 
 
 class HostProbe(Strict):
@@ -384,3 +425,17 @@ class Profile(Strict):
     attention: list[AttentionPoint] = []
     collectives: list[CollectivePoint] = []
     macro: list[Measurement] = []
+
+    # a ceiling that is zero, negative, NaN or infinite would turn every prediction into nonsense
+    # (gpu_count may be 0: a CPU profile is a valid file, refused only when a prediction would use it)
+    _ceilings = field_validator(
+        "matmul_tflops", "memory_bandwidth_gbs", "launch_overhead_s", "h2d_gbs", "d2h_gbs",
+        "cpu_adam_gparams_per_s",
+    )(lambda v: _positive_finite(v))
+
+    @field_validator("gpu_count")
+    @classmethod
+    def _gpu_count(cls, v: int) -> int:
+        if v < 0:  # 0 is a CPU profile
+            raise ValueError(f"must be 0 or more, got {v}")
+        return v

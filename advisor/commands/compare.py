@@ -9,12 +9,13 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from advisor.output import console, fail
+from advisor.output import check_writable, console, fail
 from knowledge.errors import AdvisorError
 from knowledge.store import atomic_write_bytes
 
@@ -22,14 +23,23 @@ DEFAULT_BATCH = "1,4,16,64,256"
 DEFAULT_SEQ = "128,512,2048,8192,32768"
 
 
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        fail(f"{flag} must be comma-separated integers, got {text!r}", code=2)
-    if not values or min(values) < 1:
-        fail(f"{flag} must list positive integers, got {text!r}", code=2)
-    return sorted(set(values))
+MAX_VALUES = 32  # points per axis of the mesh
+MAX_BATCH = 1 << 20
+MAX_SEQ = 1 << 24
+
+
+def _ints(text: str, flag: str, limit: int) -> list[int]:
+    """Comma-separated ASCII integers in 1..limit (``int`` alone would take "１" and "1_0")."""
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    bad = next((x for x in parts if not re.fullmatch(r"[0-9]{1,9}", x)), None)
+    if bad is not None:
+        fail(f"{flag} must be comma-separated positive integers, got {bad[:40]!r}", code=2)
+    values = sorted({int(x) for x in parts})
+    if not values or values[0] < 1 or values[-1] > limit:
+        fail(f"{flag} must list integers in 1..{limit}, got {text[:60]!r}", code=2)
+    if len(values) > MAX_VALUES:
+        fail(f"{flag} lists {len(values)} values; at most {MAX_VALUES}", code=2)
+    return values
 
 
 A_COLOUR, B_COLOUR = "blue", "red"  # the heatmap's RdBu ends: ratio > 1 (A faster) is blue, < 1 (B faster) red
@@ -112,15 +122,33 @@ def compare(
 
     if phase not in ("decode", "prefill"):
         fail(f"--phase must be 'decode' or 'prefill', got {phase!r}", code=2)
-    batches, seqs = _ints(batch, "--batch"), _ints(seq, "--seq")
+    batches, seqs = _ints(batch, "--batch", MAX_BATCH), _ints(seq, "--seq", MAX_SEQ)
+    if png is not None:
+        check_writable(png, "--png")
     try:
+        if model.lstrip().startswith("{"):
+            try:
+                model_arg = json.loads(model)
+            except (ValueError, RecursionError) as e:
+                fail(f"--model is not valid JSON: {getattr(e, 'msg', type(e).__name__)}", code=2)
+        else:
+            model_arg = model
         pa, pb = resolve_platform(hardware), resolve_platform(vs)
-        arch = resolve_model(json.loads(model) if model.lstrip().startswith("{") else model)
+        arch = resolve_model(model_arg)
+        from advisor.cases import context_length
+
+        ctx = context_length(arch)
+        if ctx is not None and seqs[-1] > ctx and seq == DEFAULT_SEQ:  # the default grid stops at the context
+            seqs = sorted({*(x for x in seqs if x <= ctx), ctx})
+        if ctx is not None and seqs[-1] > ctx:
+            raise AdvisorError(f"--seq {seqs[-1]} exceeds the {ctx}-token context of {arch.name}")
         eff = load_efficiencies(task="serve")
         ratio, bound = comparison_mesh(arch, pa, pb, eff, batches, seqs, phase)
         fits = fits_mesh(arch, pa, pb, eff, batches, seqs)
-    except (AdvisorError, json.JSONDecodeError) as e:
+    except AdvisorError as e:
         fail(str(e))
+    except (ArithmeticError, ValueError) as e:  # sizes so extreme the arithmetic breaks
+        fail(f"cannot compute this mesh ({type(e).__name__}: {str(e)[:120]})")
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
     if name_a == name_b:
         name_a, name_b = pa.id, pb.id

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import console, err_console, fail, warn
+from advisor.output import check_writable, console, err_console, fail, warn
 
 
 
@@ -53,7 +53,14 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
             fail(f"--case: {e}", code=2)
     if task not in ("pretrain", "finetune"):
         fail(f"--task {task!r}: confirm runs training jobs (pretrain, finetune)")
-    spec = SearchSpec(hardware=hardware, model=_model_arg(model), task=task, gpus=gpus, seq_len=seq_len, global_batch=global_batch)
+    from advisor.cases import context_length
+    from knowledge.catalog import resolve_model
+
+    arch_model = _model_arg(model)
+    ctx = context_length(resolve_model(arch_model))
+    if ctx is not None and seq_len > ctx:
+        fail(f"--seq-len {seq_len} exceeds the {ctx}-token context of {model}")
+    spec = SearchSpec(hardware=hardware, model=arch_model, task=task, gpus=gpus, seq_len=seq_len, global_batch=global_batch)
     ranked, _, _ = run_search(spec, load_efficiencies())
     if not ranked:
         fail(f"nothing fits {model} {task} on {hardware}; see `advisor recommend` for what would")
@@ -68,15 +75,15 @@ def confirm(
     task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
     model: str = typer.Option("7b", "--model", "-m", help="Catalog name, config.json / HF model directory (architecture only), or inline JSON."),
     hardware: str = typer.Option("auto", "--hardware", "-H", help="Platform id; 'auto' = the local GPUs."),
-    seq_len: int = typer.Option(2048, "--seq-len", min=1),
-    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs to use (default: all local)."),
-    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, help="Host RAM, GiB (overrides the platform's)."),
-    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, help="CPU cores (overrides the platform's)."),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=1 << 20),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all local)."),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores (overrides the platform's)."),
     case: Optional[str] = typer.Option(None, "--case", help="Run this contract case (inline JSON or file) instead of the top pick."),
-    steps: int = typer.Option(8, "--steps", min=1, help="Timed optimizer steps."),
-    warmup: int = typer.Option(3, "--warmup", min=0, help="Untimed steps first."),
-    timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, help="Kill the run after this long; recorded as a timeout."),
+    steps: int = typer.Option(8, "--steps", min=1, max=10_000, help="Timed optimizer steps."),
+    warmup: int = typer.Option(3, "--warmup", min=0, max=10_000, help="Untimed steps first."),
+    timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, max=7 * 86400, help="Kill the run after this long (at most a week); recorded as a timeout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Measurements file the row is appended to (default: ADVISOR_HOME/measurements/confirm.jsonl)."),
     refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the case and the command, run nothing."),
@@ -84,7 +91,7 @@ def confirm(
 ) -> None:
     """Run the top pick end to end (random-init weights), report measured vs predicted, store the row."""
     from advisor.predictor import Predictor
-    from advisor.cases import parse_case
+    from advisor.cases import check_plausible, parse_case
     from knowledge.errors import AdvisorError
     from probes.campaign import case_command, detect_hardware, gpu_inventory, run_one
 
@@ -94,12 +101,16 @@ def confirm(
         if detected is None:
             fail("no local GPU recognised (nvidia-smi found none or an unknown one); pass --hardware and run where the GPUs are")
         hardware = detected
+    if out is not None:
+        check_writable(out, "--out")
     try:
         from knowledge.catalog import with_host
 
         hardware = with_host(hardware, host_ram_gib, cpu_cores)
         picked = _pick_case(hardware, task, model, seq_len, global_batch, gpus, case)
-        pred = Predictor().predict(parse_case(picked))
+        parsed = parse_case(picked)
+        check_plausible(parsed)
+        pred = Predictor().predict(parsed)
     except AdvisorError as e:
         fail(str(e))
     n = int(picked.get("gpus") or 1)

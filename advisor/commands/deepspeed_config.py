@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import console, fail, warn
+from advisor.output import check_writable, console, fail, warn
 
 
 def quiet_deepspeed_import():
@@ -64,19 +64,19 @@ def deepspeed_config_cmd(
     quantization: Optional[str] = typer.Option(None, "--quantization", help="none or int8 for LoRA (nf4 is --method qlora)."),
     recompute: bool = typer.Option(False, "--recompute/--no-recompute"),
     flash_attention: bool = typer.Option(True, "--flash/--eager", help="Fused attention (default) or eager."),
-    micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1),
-    seq_len: int = typer.Option(2048, "--seq-len", min=1, help="Tokens per sequence (decides the activation memory)."),
-    lora_rank: int = typer.Option(64, "--lora-rank", min=1),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1),
-    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, help="Host RAM of the server, GiB (overrides the platform's)."),
-    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, help="CPU cores of the server (overrides the platform's)."),
+    micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1, max=1 << 20),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, max=1 << 20),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20, help="Tokens per sequence (decides the activation memory)."),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM of the server, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores of the server (overrides the platform's)."),
     out: Path = typer.Option(Path("ds_config.json"), "--out", help="Where to write the JSON (an accelerate config goes beside it)."),
     force: bool = typer.Option(False, "--force", help="Write it even when the advisor predicts it does not fit."),
 ) -> None:
     """Write the DeepSpeed JSON of a configuration (and an accelerate config beside it); say how to launch it."""
     from advisor import hints
-    from advisor.cases import MalformedFile, case_from_arg, parse_case
+    from advisor.cases import MalformedFile, case_from_arg, check_plausible, parse_case
     from advisor.predictor import Predictor
     from advisor.space import METHODS, OFFLOADS, QUANTIZATIONS, TASKS, invalid_reason
     from knowledge.catalog import resolve_platform, with_host
@@ -117,9 +117,13 @@ def deepspeed_config_cmd(
             fail(reason)
         check_combination(c)
         platform = resolve_platform(c.hardware, c.gpus)
+        check_plausible(c)
         pred = Predictor().predict(c)
-    except (AdvisorError, MalformedFile) as e:
+    except MalformedFile as e:
+        fail(str(e), code=2)
+    except AdvisorError as e:
         fail(str(e))
+    check_writable(out, "--out")
     n = c.gpus or platform.count
     if not pred.fits:
         detail = pred.why_not_fits or f"needs {pred.peak_mem_gib:.1f} GiB per GPU, {platform.gpu.memory_gib:.1f} GiB on each {platform.gpu.id}"
@@ -138,7 +142,7 @@ def deepspeed_config_cmd(
         atomic_write_json(out, cfg)
         atomic_write_text(accel, hints.accelerate_config(c, n, out))
     except OSError as e:
-        fail(f"cannot write {str(out)!r}: {e.strerror or e}")
+        fail(f"cannot write --out {str(out)!r}: {e.strerror or e}")
     console.print(f"wrote {out.resolve()} ({'validated by DeepSpeed' if not problem else 'not validated'}); "
                   f"predicted {pred.peak_mem_gib:.1f} GiB per GPU of {platform.gpu.memory_gib:.0f}, {pred.tokens_per_s:,.0f} tokens/s", highlight=False, soft_wrap=True)
     console.print(f"wrote {accel.resolve()} (accelerate, points at the JSON)", highlight=False, soft_wrap=True)

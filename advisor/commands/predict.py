@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from advisor.output import fail, print_json_line
+from advisor.output import fail, one_line, print_json_line
 from knowledge.errors import AdvisorError
 
 
@@ -17,38 +16,69 @@ def predict(
     profile: Optional[str] = typer.Option(None, "--profile", help="Calibration profile written by `advisor probe`: a path, or a name (h100x1, h200x1, h200x2, or one under ADVISOR_HOME/profiles)."),
     as_json: bool = typer.Option(False, "--json", help="JSON lines on stdout (the contract); default is a table."),
 ) -> None:
-    """Predict throughput, step time and peak memory for every case of a file."""
-    from advisor.cases import MalformedFile, read_cases
-    from advisor.predictor import Predictor, load_profile
-    from knowledge.paths import find_profile
+    """Predict throughput, step time and peak memory for every case of a file.
+
+    Every case gets one output line, in order, as soon as it is computed: a prediction, or an error
+    line when the case cannot be handled (then the exit code is 1). A malformed file exits 2.
+    """
+    from advisor.cases import ImpossibleProfile, MalformedFile, UnknownProfile, check_plausible, load_profile_checked, read_case_text, read_cases
+    from advisor.predictor import Predictor
     from knowledge.schema import ErrorLine
 
     try:
-        text = sys.stdin.read() if str(cases) == "-" else cases.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"cannot read cases file {str(cases)!r}: {e.strerror if isinstance(e, OSError) else e}", code=2)
-    try:
-        rows = read_cases(text)
+        rows = read_cases(read_case_text(cases))
     except MalformedFile as e:
         fail(f"{cases}: {e}", code=2)
-    try:
-        predictor = Predictor(load_profile(find_profile(profile)) if profile else None)
-    except AdvisorError as e:
-        fail(str(e))
-    results = []
-    for n, raw, case, err in rows:
+    prof, profile_error = None, None
+    if profile is not None:
+        try:
+            prof = load_profile_checked(profile)
+        except ImpossibleProfile as e:  # the contract: an impossible profile is an error line per case
+            profile_error = str(e)
+        except UnknownProfile as e:  # a name that is no profile's: exit 1 naming the closest, like an unknown model
+            fail(str(e))
+        except AdvisorError as e:  # a file missing, unreadable, not a profile: the run cannot start
+            fail(str(e), code=2)
+    predictor = Predictor(prof)
+
+    def one(n: int, raw: dict | None, case, err: str | None):
+        rid = raw.get("id") if raw and isinstance(raw.get("id"), str) else None
         if case is None:
-            results.append(ErrorLine(id=raw.get("id") if raw else None, error=f"line {n}: {err}"))
+            return ErrorLine(id=rid, error=f"line {n}: {err}")
+        if profile_error:
+            return ErrorLine(id=case.id, error=profile_error)
+        try:
+            check_plausible(case, prof)
+            return predictor.predict_or_error(case)
+        except AdvisorError as e:
+            return ErrorLine(id=case.id, error=one_line(str(e)))
+        except (ArithmeticError, RecursionError, MemoryError) as e:  # sizes so extreme the arithmetic breaks
+            return ErrorLine(id=case.id, error=f"case too large to compute ({type(e).__name__})")
+        except Exception as e:  # noqa: BLE001 - one case must never take the others down
+            return ErrorLine(id=case.id, error=one_line(f"internal error on this case ({type(e).__name__}: {e})"[:300]))
+
+    failed = False
+    results = []
+    for row in rows:
+        r = one(*row)
+        failed = failed or isinstance(r, ErrorLine)
+        if as_json:
+            print_json_line(r)  # streamed: a crash later on cannot take back the lines already written
         else:
-            results.append(predictor.predict_or_error(case))
-    if as_json:
-        for r in results:
-            print_json_line(r)
-    else:
+            results.append(r)
+    if not as_json:
+        from rich.markup import escape
+
         from advisor.tables import predictions_table
 
-        predictions_table(results)
-    if any(isinstance(r, ErrorLine) for r in results):
+        def printable(r):  # ids and messages hold user text: never Rich markup, never a lone surrogate
+            update = {"id": escape(one_line(r.id or ""))}
+            if isinstance(r, ErrorLine):
+                update["error"] = escape(one_line(r.error))
+            return r.model_copy(update=update)
+
+        predictions_table([printable(r) for r in results])
+    if failed:
         raise typer.Exit(1)
 
 

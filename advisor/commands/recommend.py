@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from advisor.output import console, fail, warn
+from advisor.output import check_writable, console, fail, warn
 
 
 class Task(str, Enum):
@@ -29,13 +30,20 @@ class Sampler(str, Enum):
     brute = "brute"
 
 
+MAX_TOKENS = 1 << 20  # longer than any model's context
+MAX_GLOBAL_BATCH = 1 << 20
+MAX_TRIALS = 10_000
+MAX_MS = 1e9  # a latency limit of 11 days is no limit
+MAX_REQUESTS = 10_000_000
+
+
 def _model_arg(model: str) -> str | dict:
     """A catalog name, a config.json path, or an inline JSON architecture."""
     if model.strip().startswith("{"):
         try:
             return json.loads(model)
-        except json.JSONDecodeError as e:
-            fail(f"--model is not valid JSON: {e.msg} at column {e.colno}")
+        except (ValueError, RecursionError) as e:
+            fail(f"--model is not valid JSON: {getattr(e, 'msg', type(e).__name__)}", code=2)
     return model
 
 
@@ -43,54 +51,73 @@ def recommend(
     hardware: str = typer.Option(..., "--hardware", "-H", help="Platform id: <gpu>x<count>[-pcie|-nvlink], e.g. rtx4090x8, a800x8, h100x1; or a platform file box.json (see `advisor hardware`)."),
     task: Task = typer.Option(..., "--task", "-t", help="pretrain, finetune or serve."),
     model: str = typer.Option(..., "--model", "-m", help="Catalog name (7b, llama3-8b, …; see `advisor models`), a hub id (Qwen/Qwen2.5-7B), a config.json path, or inline JSON."),
-    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, help="Host RAM of each server, GiB (overrides the platform's)."),
-    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, help="CPU cores of each server (overrides the platform's)."),
+    host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM of each server, GiB (overrides the platform's)."),
+    cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores of each server (overrides the platform's)."),
     top: int = typer.Option(5, "--top", min=1, max=100, help="How many configurations to list."),
-    seq_len: int = typer.Option(2048, "--seq-len", min=1, help="Tokens per training sequence."),
-    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, help="GPUs to use (default: all of the platform)."),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=MAX_TOKENS, help="Tokens per training sequence (at most the model's context)."),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=MAX_GLOBAL_BATCH, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all of the platform; serve: the most tensor parallelism may use)."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Calibration profile from `advisor probe`: a path, or a name under ADVISOR_HOME/profiles or bundled (h100x1, h200x1, h200x2)."),
     objective: Objective = typer.Option(Objective.throughput, "--objective", help="throughput, or throughput within --headroom of free memory."),
     headroom: float = typer.Option(0.1, "--headroom", min=0.0, max=0.9, help="With --objective headroom: fraction of GPU memory to keep free."),
     storage: Optional[str] = typer.Option(None, "--storage", help="Optuna storage: a URL (sqlite:///study.db, postgresql://…), or 'sqlite' / NAME.db for a SQLite file under ADVISOR_HOME/studies; default in memory."),
-    study_name: Optional[str] = typer.Option(None, "--study-name", help="Share one study between workers (default storage then: the SQLite file under ADVISOR_HOME/studies)."),
+    study_name: Optional[str] = typer.Option(None, "--study-name", help="Share one study between workers (default storage then: the SQLite file under ADVISOR_HOME/studies); a study serves one job."),
     sampler: Sampler = typer.Option(Sampler.auto, "--sampler", help="auto = exhaustive for small spaces, else TPE."),
-    trials: Optional[int] = typer.Option(None, "--trials", min=1, help="Trials (default: the whole space, or 400 for TPE)."),
-    seed: int = typer.Option(0, "--seed", help="Sampler seed: same inputs, same answer."),
+    trials: Optional[int] = typer.Option(None, "--trials", min=1, max=MAX_TRIALS, help="Trials (default: the whole space, or 200 for TPE)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Sampler seed: same inputs, same answer."),
     engine: str = typer.Option("deepspeed", "--engine", help="deepspeed, pytorch, or both (comma-separated)."),
-    lora_rank: int = typer.Option(64, "--lora-rank", min=1),
-    prompt_len: int = typer.Option(512, "--prompt-len", min=1, help="serve: prompt tokens."),
-    output_len: int = typer.Option(256, "--output-len", min=1, help="serve: generated tokens."),
-    max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, help="serve: limit on time per output token."),
-    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", min=0.0, help="serve: limit on time to first token."),
-    requests: Optional[int] = typer.Option(None, "--requests", min=1, help="serve: also predict this many requests arriving at once (continuous batching)."),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
+    prompt_len: int = typer.Option(512, "--prompt-len", min=1, max=MAX_TOKENS, help="serve: prompt tokens."),
+    output_len: int = typer.Option(256, "--output-len", min=1, max=MAX_TOKENS, help="serve: generated tokens."),
+    max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, max=MAX_MS, help="serve: limit on time per output token."),
+    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", min=0.0, max=MAX_MS, help="serve: limit on time to first token."),
+    requests: Optional[int] = typer.Option(None, "--requests", min=1, max=MAX_REQUESTS, help="serve: also predict this many requests arriving at once (continuous batching)."),
     out_dir: Path = typer.Option(Path("advisor-out"), "--out-dir", help="Where the top pick's DeepSpeed JSON is written."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     wide: bool = typer.Option(False, "--wide", help="All columns: step time, fits and the full why (default fits 80 columns)."),
 ) -> None:
     """Search the configuration space and rank what runs fastest and fits."""
-    from advisor.predictor import load_profile
     from knowledge.efficiency import load_efficiencies
     from knowledge.catalog import with_host
     from knowledge.errors import AdvisorError
-    from knowledge.paths import default_storage_url, find_profile, storage_url
+    from knowledge.paths import default_storage_url, storage_url
 
+    from advisor.cases import check_profile_matches, context_length, load_profile_checked
+    from knowledge.catalog import resolve_model, resolve_platform
+
+    for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--headroom", headroom)):
+        if value is not None and not math.isfinite(value):
+            fail(f"{flag} must be a finite number, got {value!r}", code=2)
+    if study_name is not None and not (study_name.strip() and study_name.isprintable() and len(study_name) <= 200):
+        fail(f"--study-name must be 1-200 printable characters, got {study_name[:40]!r}", code=2)
     confirm_hardware = hardware + _host_flags(host_ram_gib, cpu_cores)
     try:
         hardware = with_host(hardware, host_ram_gib, cpu_cores)
-        prof = load_profile(find_profile(profile)) if profile else None
         storage = storage_url(storage)
         if study_name and storage is None:
             storage = default_storage_url()
-        eff = load_efficiencies()
         arch_model = _model_arg(model)
+        platform = resolve_platform(hardware, gpus)
+        arch = resolve_model(arch_model)
+        prof = load_profile_checked(profile) if profile else None
+        check_profile_matches(prof, platform)
+        ctx = context_length(arch)
+        eff = load_efficiencies()
         if task == Task.serve:
             from advisor.serve_recommend import recommend_serve
 
+            if ctx is not None and prompt_len + output_len > ctx:
+                raise AdvisorError(f"--prompt-len {prompt_len} + --output-len {output_len} exceeds the {ctx}-token context of {arch.name}")
             recommend_serve(hardware, arch_model, load_efficiencies(task="serve"), prof, top=top, prompt_len=prompt_len, output_len=output_len,
-                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests,
+                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests, gpus=gpus,
                             wide=wide)
             return
+        if ctx is not None and seq_len > ctx:
+            raise AdvisorError(f"--seq-len {seq_len} exceeds the {ctx}-token context of {arch.name}")
+        if lora_rank > arch.hidden_size:
+            raise AdvisorError(f"--lora-rank {lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}")
+        check_writable(out_dir, "--out-dir", folder=True)
+        check_writable(out_dir / "ds_config.json", "--out-dir")
         engines = tuple(e.strip() for e in engine.split(","))
         bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
         if bad:
@@ -107,6 +134,8 @@ def recommend(
                         confirm_hardware=confirm_hardware)
     except AdvisorError as e:
         fail(str(e))
+    except OSError as e:  # the config could not be written after all (disk full, a race)
+        fail(f"cannot write into --out-dir {str(out_dir)!r}: {e.strerror or e}")
 
 
 def _host_flags(host_ram_gib: float | None, cpu_cores: int | None) -> str:
