@@ -25,11 +25,10 @@ SUB_GROUP = 1_000_000_000  # DeepSpeed's ZeRO-3 sub_group_size default: its opti
 # MemAvailable over a run (knowledge/measurements/own/*-2026-11-23.jsonl, host_peak_gib): a training
 # process and its CUDA context take 0.7-0.8 GiB (PyTorch) and 1.3-1.4 GiB (DeepSpeed) per rank.
 HOST_PROCESS_GIB = {"pytorch": 0.8, "deepspeed": 1.4}
-# An offloading rank also keeps a 16-bit staging copy of its partition and a few pinned buffers (the
-# largest parameter's gradient, swap buckets): 2 B per parameter + about 2.5 GiB, from the same rows
-# (1B/3B/7B on 1 rank, 3B/8B on 2: every one within 5%).
-HOST_OFFLOAD_STAGING_BYTES = 2.0
-HOST_OFFLOAD_BUFFERS_GIB = 2.5
+# An offloading rank also keeps a 16-bit staging copy of its partition and a few buffers (the largest
+# parameter's gradient, swap buckets): 2.5 B per parameter from the same rows (1B/3B/7B on 1 rank, 3B/8B
+# on 2: each within 5% but 3B ZeRO-3 with parameter offload, 11% under).
+HOST_OFFLOAD_STAGING_BYTES = 2.5
 # MemTotal is 98.3% of the installed RAM on both lent hosts (125.9 of 128 GiB, 251.8 of 256 GiB): the
 # firmware and the kernel keep the rest, and a job that needs more is killed (signal 9).
 HOST_USABLE_FRACTION = 0.983
@@ -53,7 +52,7 @@ def host_offload_bytes(s: TrainSetup) -> float:
     local = s.trainable / s.ranks
     groups = _sub_groups(local) if s.zero == 3 else [local]
     per_rank = 2 * sum(pinned_bytes(4.0 * g) for g in groups) + 8.0 * local
-    per_rank += HOST_OFFLOAD_STAGING_BYTES * local + HOST_OFFLOAD_BUFFERS_GIB * GiB
+    per_rank += HOST_OFFLOAD_STAGING_BYTES * local
     if s.offload_params:
         quant = s.quantized * QUANT_BYTES[s.case.quantization] / s.ranks
         per_rank += sum(pinned_bytes(s.half_bytes * g) for g in _sub_groups((s.trainable + s.frozen_16bit) / s.ranks)) + quant
@@ -153,7 +152,7 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # only its partition. The fp32 gradient partition and a flat 16-bit copy exist during the step
         # only (own rows: 3B ZeRO-1 on one H100 peaks at 22 B/param, 7B ZeRO-1/2 on two H200 at 75.4 GiB).
         grads_end = t * half if z == 1 else t * half / n
-        return ModelStates(t * half + frozen, 0.0, 0.0, grads_end, t * 12.0 / n, 0.0, t * half / n + t * (half + 4.0) / n)
+        return ModelStates(t * half + frozen, 0.0, 0.0, grads_end, t * 12.0 / n, 0.0, t * (half + 4.0) / n)
     # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered.
     gathered = min(STAGE3_MAX_LIVE * half + largest, (t + s.frozen_16bit) * half + quant)
     if s.offload_params:
