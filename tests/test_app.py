@@ -179,7 +179,7 @@ def test_operators_add_up_to_the_forward_pass():
     from models.operators import layer_operators
     from models.roofline import ceilings
     from models.setup import derive
-    from models.step_time import _forward_pass
+    from models.step_time import _pass as _forward_pass
 
     eff = load_efficiencies()
     for kw in (dict(task="finetune"), dict(task="pretrain", flash_attention=False), dict(task="finetune", method="qlora")):

@@ -24,6 +24,7 @@ from knowledge.efficiency import FITTED, Efficiencies
 from knowledge.measurements import load_published
 from knowledge.schema import TrainCase
 from models.correction import PLATFORM_PARAMS, EfficiencyCorrection, _bounds, platform_values
+from models.calibration import from_fit
 from models.training import predict_training
 
 TRUTH = {  # moved from the priors (0.75, 256, 0.5, 0.7, 0.75, 0.5) by 15-25 %
@@ -66,7 +67,7 @@ def synthetic():
         case = TrainCase(id=f"r{i}", hardware=hw, model=model, task="pretrain" if method == "full" else "finetune",
                          method=method, zero_stage=z, micro_batch_size=mb, seq_len=seq, flash_attention=flash, recompute=True)
         X.append((case, resolve_model(model), resolve_platform(hw)))
-    y = [predict_training(c, a, p, truth).tokens_per_s for c, a, p in X]
+    y = [predict_training(c, a, p, from_fit(p, truth)).tokens_per_s for c, a, p in X]
     return X, y
 
 
@@ -76,7 +77,8 @@ def synthetic():
 def test_fit_returns_self_and_learned_attributes_end_with_underscore(rows):
     est = EfficiencyCorrection()
     params = set(est.get_params())
-    assert params == {"prior", "params", "prior_weight", "platform_weight"}
+    assert params == {"prior", "params", "prior_weight", "platform_weight", "platform_params", "phase_weight",
+                      "ratio_table", "ratios"}
     assert not [k for k in vars(est) if k.endswith("_")]  # nothing learned before fit
     X, y = [r.sample for r in rows[:8]], [r.m.measured.tokens_per_s for r in rows[:8]]
     assert est.fit(X, y) is est
@@ -176,10 +178,10 @@ def test_held_out_never_predicts_a_row_it_was_fitted_on(rows, monkeypatch):
     predicted: list[tuple[set[str], set[str]]] = []
     real_fit, real_predict = EfficiencyCorrection.fit, EfficiencyCorrection.predict
 
-    def spy_fit(self, X, y):
+    def spy_fit(self, X, y, phases=None):
         fitted_on[id(self)] = {c.id for c, _, _ in X}
         alive.append(self)
-        return real_fit(self, X, y)
+        return real_fit(self, X, y, phases)
 
     def spy_predict(self, X):
         predicted.append(({c.id for c, _, _ in X}, fitted_on[id(self)]))
@@ -208,3 +210,24 @@ def test_held_out_single_group_fits_nothing(rows, monkeypatch):
     monkeypatch.setattr(evaluation, "fit_correction", lambda *a, **k: calls.append(a) or pytest.fail("fitted"))
     assert held_out_throughput(rows, "dataset") == {}  # one data set: nothing left to fit on
     assert calls == []
+
+
+def test_held_out_report_fits_without_the_group_it_predicts(rows, monkeypatch):
+    """validate's report (with and without profiles) predicts each group with a fit that never saw it."""
+    fits: list[set[str]] = []
+    real = evaluation.fit_correction
+
+    def spy(train, prior=None):
+        fits.append({r.case.id for r in train})
+        return real(train, prior)
+
+    monkeypatch.setattr(evaluation, "fit_correction", spy)
+    held = evaluation.held_out_report(rows, "platform", {}, test=lambda r: True)
+    groups = sorted({r.platform.id for r in rows})
+    assert len(fits) == len(groups)
+    by_group: dict[str, set[str]] = {}
+    for h in held:
+        by_group.setdefault(h.group, set()).add(h.row.case.id)
+    for g, fitted in zip(groups, fits):
+        assert by_group[g] and not (by_group[g] & fitted), g
+        assert all(h.with_profile is None for h in held)  # no profiles given, none used
