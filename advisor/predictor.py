@@ -96,7 +96,7 @@ class Predictor:
         self._calibrations: dict[str, Calibration] = {}
 
     def calibration(self, platform: PlatformSpec) -> Calibration:
-        key = f"{platform.id}/{platform.count}"
+        key = f"{platform.id}/{platform.count}/{platform.host.model_dump_json()}"  # a --host-ram-gib override is another machine
         if key not in self._calibrations:
             self._calibrations[key] = calibration_for(platform, self.profile, self.efficiencies, self._factors)
         return self._calibrations[key]

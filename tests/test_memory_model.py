@@ -205,11 +205,14 @@ def test_activations_grow_linearly_with_micro_batch(kw):
     assert a[0] > 0
     for m, v in zip((1, 2, 3, 8), a):
         assert v == pytest.approx(m * a[0], rel=1e-12)
-    # and the peak grows by the same activations plus the logits buffer, nothing else
-    p1 = training_memory(setup(micro_batch_size=1, seq_len=1024, **kw), EFF)
-    p2 = training_memory(setup(micro_batch_size=2, seq_len=1024, **kw), EFF)
+    # and the peak grows by the same activations plus the logits buffer, nothing else (ZeRO-3 on 8 GPUs:
+    # the start of backward is the peak, not the optimizer step)
+    z3 = {"zero_stage": 3, **kw}
+    m1 = 8 if kw.get("recompute") else 1  # enough checkpointed activations to outweigh the step's buffers
+    p1 = training_memory(setup(micro_batch_size=m1, seq_len=1024, **z3), EFF)
+    p2 = training_memory(setup(micro_batch_size=2 * m1, seq_len=1024, **z3), EFF)
     assert p2.peak - p1.peak == pytest.approx(p1.activations + EFF.logits_bytes_per_vocab * resolve_model(
-        kw.get("model", "llama2-7b")).vocab_size * 1024, rel=1e-9)
+        kw.get("model", "llama2-7b")).vocab_size * 1024 * m1, rel=1e-9)
 
 
 def test_activation_bytes_per_token_llama2_7b_by_hand():
@@ -256,4 +259,5 @@ def test_recompute_reduces_activations(model, flash):
     L, h, T = plain.arch.num_hidden_layers, plain.arch.hidden_size, plain.tokens
     assert a_rc < a_plain / 4  # >= 22 layers: most of the saved tensors are gone
     assert a_rc >= L * 2 * h * T  # but every layer's 16-bit input checkpoint stays
-    assert training_memory(rc, EFF).peak < training_memory(plain, EFF).peak
+    # the peak never rises (it may stay put when the optimizer step, not the activations, sets it)
+    assert training_memory(rc, EFF).peak <= training_memory(plain, EFF).peak
