@@ -44,19 +44,19 @@ def fold_equivalent(ranked: list[Candidate]) -> list[tuple[Candidate, list[int]]
     Returns (the fastest member, its equivalent stages in ascending order) in rank order.
     """
     groups: list[tuple[Candidate, list[int]]] = []
-    index: dict[tuple, int] = {}
+    index: dict[tuple, list[int]] = {}  # the groups of each configuration-but-the-stage
     for c in ranked:
         knobs = c.case.model_dump(exclude={"id", "zero_stage"})
         key = tuple(sorted((k, str(v)) for k, v in knobs.items()))
-        i = index.get(key)
-        if i is not None:
+        p = c.prediction
+        for i in index.get(key, []):
             head = groups[i][0].prediction
-            p = c.prediction
             if abs(p.tokens_per_s / head.tokens_per_s - 1) <= SAME and abs(p.peak_mem_gib / head.peak_mem_gib - 1) <= SAME:
                 groups[i][1].append(c.case.zero_stage)
-                continue
-        index.setdefault(key, len(groups))
-        groups.append((c, [c.case.zero_stage]))
+                break
+        else:
+            index.setdefault(key, []).append(len(groups))
+            groups.append((c, [c.case.zero_stage]))
     return [(c, sorted(stages)) for c, stages in groups]
 
 

@@ -217,12 +217,13 @@ def test_search_top_pick_equals_exhaustive_best(spec):
     best = exhaustive_best(spec, eff)
     assert best is not None and ranked
     assert facts["trials"] == facts["space_size"]  # auto: small spaces are enumerated
-    assert ranked[0].prediction.tokens_per_s == best.prediction.tokens_per_s
-    if len(ranked) == 1 or ranked[1].prediction.tokens_per_s < ranked[0].prediction.tokens_per_s:
+    assert ranked[0].rank_score == best.rank_score
+    if len(ranked) == 1 or ranked[1].rank_score < ranked[0].rank_score:
         assert ranked[0].case == best.case
-    # the ranked list holds every fitting configuration once, best first
-    tps = [c.prediction.tokens_per_s for c in ranked]
-    assert tps == sorted(tps, reverse=True)
+    # the ranked list holds every fitting configuration once, best first (tokens/s, less the penalty of a
+    # pick within 8% of running out of memory)
+    scores = [c.rank_score for c in ranked]
+    assert scores == sorted(scores, reverse=True)
     assert all(c.prediction.fits for c in ranked)
 
 
