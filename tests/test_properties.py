@@ -157,20 +157,31 @@ def test_recompute_never_raises_memory(f):
 @PAIRS
 @given(train_fields(engine="deepspeed", zero=0))
 def test_higher_zero_stage_never_raises_model_states(f):
-    """ZeRO 0 -> 1 -> 2 for every case; 2 -> 3 where it is physically a saving.
+    """ZeRO 0 -> 1 -> 2 never raises the peak; 0 -> 3 where it is physically a saving.
 
-    With a single rank, or a frozen 16-bit/quantized base (LoRA, QLoRA, quantized full training),
-    ZeRO-3 holds its partition *plus* a gathered working set of up to stage3_max_live_parameters,
-    which DeepSpeed really allocates; only when every weight trains (full, no quantization) on two or
-    more ranks is ZeRO-3's sharding of the 16-bit weights guaranteed to outweigh it.
+    The peak, not the model-state items of its breakdown: those belong to whichever moment (start of
+    backward, or the optimizer step with its gradient buffers) is the peak, which can differ by stage.
+    ZeRO-3 holds its partition *plus* a gathered working set of up to stage3_max_live_parameters and the
+    largest module, which DeepSpeed really allocates; only where every weight trains (full, no
+    quantization) on two or more ranks and sharding the 16-bit weights saves more than that working set
+    is ZeRO-3 guaranteed to be the smaller.
     """
+    from knowledge.catalog import resolve_model
+    from models.architecture import param_counts
+    from models.memory import STAGE3_MAX_LIVE
+
     f = {**f, "offload": "none"}
-    states = [model_states_gib(predict({**f, "zero_stage": z})) for z in (0, 1, 2, 3)]
-    assert states[1] <= states[0] * (1 + 1e-12), states
-    assert states[2] <= states[1] * (1 + 1e-12), states
+    peaks = [predict({**f, "zero_stage": z}).peak_mem_gib for z in (0, 1, 2, 3)]
+    assert peaks[1] <= peaks[0] * (1 + 1e-12), peaks
+    assert peaks[2] <= peaks[1] * (1 + 1e-12), peaks
     ranks = f["gpus"] or resolve_platform(f["hardware"]).count
-    if f["method"] == "full" and f["quantization"] == "none" and ranks >= 2:
-        assert states[3] <= states[2] * (1 + 1e-12), states
+    pc = param_counts(resolve_model(f["model"]))
+    saving = 2 * pc.total * (1 - 1 / ranks) - (2 * STAGE3_MAX_LIVE + 4 * pc.largest_module)
+    if f["method"] == "full" and f["quantization"] == "none" and ranks >= 2 and saving > 0:
+        # against ZeRO-0, not ZeRO-2: ZeRO-3's flat 16-bit gradient partition (allocated at start-up) and its
+        # working set can outweigh ZeRO-2's unsharded weights on two ranks (measured 7B on 2xH200: ZeRO-3
+        # below ZeRO-2 only because ZeRO-2's optimizer step sets its peak)
+        assert peaks[3] <= peaks[0] * (1 + 1e-12), peaks
 
 
 @PAIRS
