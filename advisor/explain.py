@@ -55,11 +55,15 @@ def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     gap = 1 - p.tokens_per_s / best.tokens_per_s
     if gap < 0.005:
         return f"ties #1; {head}; {margin:.1f} GiB spare"
-    # compare time per token, so a smaller micro-batch is charged for what it really costs
-    mine = {k: v / (p.step_time_s * p.tokens_per_s) for k, v in ph.items()}
+    return f"{gap:.0%} slower than #1, mostly {_worst_phase(p, best)} time per token; {head}"
+
+
+def _worst_phase(p: TrainPrediction, best: TrainPrediction) -> str:
+    """The phase whose time per token grows most against #1 (per token, so a smaller micro-batch is
+    charged for what it really costs)."""
+    mine = {k: v / (p.step_time_s * p.tokens_per_s) for k, v in _phases(p).items()}
     theirs = {k: v / (best.step_time_s * best.tokens_per_s) for k, v in _phases(best).items()}
-    worst = max(PHASES, key=lambda k: mine.get(k, 0) - theirs.get(k, 0))
-    return f"{gap:.0%} slower than #1, mostly {worst} time per token; {head}"
+    return max(PHASES, key=lambda k: mine.get(k, 0) - theirs.get(k, 0))
 
 
 BOUND_SHORT = {"forward": "compute", "backward": "compute", "optimizer": "optimizer", "communication": "link",
@@ -87,10 +91,7 @@ def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     gap = 1 - p.tokens_per_s / best.tokens_per_s
     if gap < 0.005:
         return f"ties #1; {BOUND_SHORT[top]}-bound"
-    mine = {k: v / (p.step_time_s * p.tokens_per_s) for k, v in ph.items()}
-    theirs = {k: v / (best.step_time_s * best.tokens_per_s) for k, v in _phases(best).items()}
-    worst = max(PHASES, key=lambda k: mine.get(k, 0) - theirs.get(k, 0))
-    return f"−{gap:.0%}: more {worst}"
+    return f"−{gap:.0%}: more {_worst_phase(p, best)}"
 
 
 def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
