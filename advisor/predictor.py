@@ -119,3 +119,5 @@ class Predictor:
             return ErrorLine(id=case.id, error=str(e))
         except (OverflowError, ZeroDivisionError) as e:  # sizes so extreme the arithmetic breaks
             return ErrorLine(id=case.id, error=f"case too large to compute ({type(e).__name__})")
+        except Exception as e:  # a library user or the app must get a line, never a traceback
+            return ErrorLine(id=case.id, error=f"cannot predict this case: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])

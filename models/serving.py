@@ -24,6 +24,7 @@ from knowledge.units import GiB
 from models.architecture import attention_flops, linears, param_counts
 from models.memory import usable_gib
 from models.roofline import apply_profile, ceilings
+from models.training import round_down, round_up
 from models.setup import QUANT_BYTES
 from models.operators import gemm_efficiency
 from models.roofline import Ceilings
@@ -280,7 +281,7 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ef
     peak = fixed_bytes(s) + kv_b + act
     cap = usable_gib(platform.gpu.memory_gib, eff)
     fits = peak / GiB <= cap
-    why = None if fits else f"needs {peak / GiB:.1f} GiB per GPU, {cap:.1f} GiB usable of {platform.gpu.memory_gib:.1f}"
+    why = None if fits else f"needs {round_up(peak / GiB)} GiB per GPU, {round_down(cap)} GiB usable of {platform.gpu.memory_gib:.1f}"
     bd = ServeBreakdown(
         prefill_compute_s=pre.compute_bound_s, prefill_memory_s=pre.weights_s + pre.kv_s,
         decode_weights_s=dec.weights_s, decode_kv_s=dec.kv_s, decode_compute_s=dec.compute_bound_s,

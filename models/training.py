@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase, TrainPrediction
 from knowledge.units import GiB
 from models.calibration import Calibration
@@ -14,12 +16,23 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     """(fits, why not, failure kind)."""
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
+    # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
     if peak > cap:
-        return False, f"needs {peak:.1f} GiB per GPU, {cap:.1f} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom"
+        return False, f"needs {round_up(peak)} GiB per GPU, {round_down(cap)} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom"
     host_gib = mem.host / GiB
     if host_gib > cal.host_ram_gib:
-        return False, f"needs {host_gib:.0f} GiB of host RAM, {cal.host_ram_gib:.0f} GiB usable on the node", "host_oom"
+        return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node", "host_oom"
     return True, None, None
+
+
+def round_up(x: float, digits: int = 1) -> str:
+    """``x`` rounded up to ``digits`` decimals, as text (a need is never printed smaller than it is)."""
+    return f"{math.ceil(x * 10**digits) / 10**digits:.{digits}f}"
+
+
+def round_down(x: float, digits: int = 1) -> str:
+    """``x`` rounded down (a capacity is never printed larger than it is)."""
+    return f"{math.floor(x * 10**digits) / 10**digits:.{digits}f}"
 
 
 def breakdown(mem: TrainMemory, t: StepTime) -> TrainBreakdown:
