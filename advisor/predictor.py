@@ -102,6 +102,9 @@ class Predictor:
         return self._calibrations[key]
 
     def predict(self, case: TrainCase | ServeCase) -> Prediction:
+        if case.nodes > 1:
+            raise AdvisorError(f"nodes={case.nodes}: several nodes are not modelled yet (one server only); "
+                               f"predict one node of {case.hardware!r} with nodes=1")
         platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
         arch = resolve_model(case.model)
         if isinstance(case, TrainCase):

@@ -152,6 +152,8 @@ class _CaseBase(Strict):
     id: str
     hardware: str
     model: Union[str, InlineModel]
+    nodes: int = Field(default=1, ge=1, le=1 << 12)  # identical servers joined by a network (contract)
+    inter_node_gbps: float | None = Field(default=None, gt=0, le=1e6)  # each node's network, Gb/s one direction
 
 
 class TrainCase(_CaseBase):
