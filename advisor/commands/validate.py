@@ -17,6 +17,7 @@ class Holdout(str, Enum):
     platform = "platform"
     model = "model"
     dataset = "dataset"
+    regime = "regime"
 
 
 def _status(msg: str):
