@@ -239,6 +239,8 @@ def load_profile_checked(name: str | Path) -> Profile:
                                         f"{gpu.id} datasheet peak {peak:g}")
     if profile.launch_overhead_s > 1.0:
         raise ImpossibleProfile(f"profile {_short(str(path))}: launch_overhead_s={profile.launch_overhead_s:g} is over a second")
+    if profile.gpu_id is None and matched is not None:  # so a case on another GPU is refused, not calibrated
+        profile = profile.model_copy(update={"gpu_id": matched.id})
     return profile
 
 
