@@ -84,6 +84,8 @@ def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator, stages: list[
         "why": why(rank, p, best.prediction, c.case),
         "why_short": short_why(rank, p, best.prediction),
         "host_mem_gib": p.host_mem_gib,
+        "memory_margin": {"spare": c.margin[0], "of": c.margin[1]},  # the smaller spare share: GPU or host
+        "rank_score": c.rank_score,  # tokens/s less up to 10% for a pick within 8% of a memory limit
         "model_tflops_per_gpu": getattr(p, "model_tflops_per_gpu", None),
         "mfu": mfu(p, ev.platform.gpu.matmul_tflops),
         "deepspeed_config": deepspeed_config(c.case, ev.platform.gpu, ev.gpus) if c.case.engine == "deepspeed" else None,

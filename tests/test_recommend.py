@@ -73,9 +73,17 @@ def test_recommendations_have_the_fields(finetune_70b):
     assert doc["recommendations"][0]["why"].startswith("fastest that fits")
 
 
-def test_ranking_sorted_by_tokens_per_s(finetune_70b):
-    tps = [r["tokens_per_s"] for r in finetune_70b[0]["recommendations"]]
-    assert tps == sorted(tps, reverse=True)
+def test_ranking_sorted_by_tokens_per_s_less_the_tight_penalty(finetune_70b):
+    from advisor.search import TIGHT_MARGIN, TIGHT_PENALTY
+
+    recs = finetune_70b[0]["recommendations"]
+    scores = [r["rank_score"] for r in recs]
+    assert scores == sorted(scores, reverse=True)
+    for r in recs:  # the score is tokens/s, less a penalty only for a pick close to a memory limit
+        spare = r["memory_margin"]["spare"]
+        penalty = TIGHT_PENALTY * min(max((TIGHT_MARGIN - spare) / TIGHT_MARGIN, 0.0), 1.0)
+        assert r["rank_score"] == pytest.approx(r["tokens_per_s"] * (1 - penalty))
+        assert ("tight:" in r["why"]) == (spare < TIGHT_MARGIN)
 
 
 def test_written_config_is_the_top_pick_and_deepspeed_accepts_it(finetune_70b, monkeypatch):
