@@ -93,23 +93,25 @@ def _clip(name: str, value: float) -> float:
 
 def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, local_fit=None) -> Calibration:
     """The calibration of a probed machine: measured ceilings, then the framework terms refitted on the
-    profile's real layers by ``local_fit(eff, profile) -> Efficiencies`` (the caller's estimator; None
-    skips the refit)."""
+    profile's real layers by ``local_fit(eff, profile, ratios) -> Efficiencies`` (the caller's estimator;
+    None skips the refit). The host facts (CPU Adam, usable RAM) are taken only from a profile of a
+    machine with as many GPUs as the platform: one GPU of a bigger server sits in another host."""
     why = check_profile(profile, platform)
     if why:
         raise ValueError(why)
     ratios = ratios_from_profile(profile, platform, base.ratios)
     measured = {"matmul_ratio": ratios.matmul, "memory_ratio": ratios.memory, "h2d_ratio": ratios.h2d, "link_ratio": ratios.link}
     eff = base.eff
-    if profile.cpu_adam_gparams_per_s and profile.cpu_adam_impl == "deepspeed-cpu-adam":
+    same_host = profile.gpu_count == platform.count
+    if same_host and profile.cpu_adam_gparams_per_s and profile.cpu_adam_impl == "deepspeed-cpu-adam":
         # the host's CPU Adam as measured there (the catalog's figure for a known host is the same probe)
         host = platform.host.model_copy(update={"cpu_adam_gparams_per_s": profile.cpu_adam_gparams_per_s,
                                                 "cpu_adam_threads": profile.cpu_adam_threads or platform.host.cpu_cores})
         platform = platform.model_copy(update={"host": host})
         measured["cpu_adam_gparams_per_s"] = profile.cpu_adam_gparams_per_s
-    if local_fit is not None and profile.macro:  # held-out platforms: H100 18.9% -> 13.8%, 2xH200 22.6% -> 19.1%
+    if local_fit is not None and profile.macro:  # platform held out: H100 19.6% -> 12.3%, 2xH200 17.3% -> 17.6%
         eff = local_fit(eff, profile, ratios)
     # the probe read this node's usable RAM (MemTotal or the cgroup limit)
-    host = profile.host.usable_ram_gib if profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
+    host = profile.host.usable_ram_gib if same_host and profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
     source = f"profile {profile.gpu_name} x{profile.gpu_count} ({profile.environment.date[:10]})"
     return Calibration(eff, ceilings(platform, eff, ratios), host, source, ratios, measured)
