@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.evaluation import (
-    fit_correction, fit_serving, held_out_serving, held_out_throughput, mape, serving_errors, serving_rows, training_rows,
+    fit_correction, fit_serving, held_out_serving, mape, serving_errors, serving_rows, training_rows,
 )
 from models.correction import SERVING_FITTED
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
@@ -55,7 +55,7 @@ def refit(
     by_task: dict[str, list[tuple[float, float]]] = {}
     report = None
     if measure_holdout:
-        from advisor.commands.validate import validation_report
+        from advisor.validation import validation_report
 
         report = validation_report(data, holdout, progress)
         for g in report["_held"]:

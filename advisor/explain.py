@@ -42,14 +42,21 @@ def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -
     return _why(rank, p, best) + tight(p)
 
 
-def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
+def _dominant(p: TrainPrediction) -> tuple[str, float]:
+    """The phase taking the most time, and its share of the step."""
     ph = _phases(p)
-    total = sum(ph.values()) or 1.0
-    top, share = max(ph.items(), key=lambda kv: kv[1]) if ph else ("compute", 1.0)
+    if not ph:
+        return "forward", 1.0
+    top, t = max(ph.items(), key=lambda kv: kv[1])
+    return top, t / (sum(ph.values()) or 1.0)
+
+
+def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
+    top, share = _dominant(p)
     bound = {"forward": "compute-bound", "backward": "compute-bound", "optimizer": "optimizer-bound",
              "communication": "link-bound", "offload": "PCIe/CPU-bound (offload)", "overhead": "launch/CPU-bound"}[top]
     margin = (p.capacity_gib or 0) - p.peak_mem_gib
-    head = f"{bound} ({top} {share / total:.0%})"
+    head = f"{bound} ({top} {share:.0%})"
     if rank == 1:
         return f"fastest that fits; {head}; {margin:.1f} GiB spare per GPU"
     gap = 1 - p.tokens_per_s / best.tokens_per_s
@@ -84,8 +91,7 @@ def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
 
 
 def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
-    ph = _phases(p)
-    top = max(ph.items(), key=lambda kv: kv[1])[0] if ph else "forward"
+    top = _dominant(p)[0]
     if rank == 1:
         return f"fastest; {BOUND_SHORT[top]}-bound"
     gap = 1 - p.tokens_per_s / best.tokens_per_s

@@ -77,7 +77,9 @@ def local_efficiencies(platform: PlatformSpec, eff: Efficiencies, profile: Profi
     from models.roofline import apply_profile
 
     base = Efficiencies(**platform_values(eff.model_dump(), platform, load_platform_factors()))
-    return apply_profile(base, platform, profile if profile is None or not check_profile(profile, platform) else None)
+    if profile is not None and check_profile(profile, platform):
+        profile = None  # a profile of another GPU says nothing about this one
+    return apply_profile(base, platform, profile)
 
 
 class Predictor:

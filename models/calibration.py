@@ -1,15 +1,16 @@
 """The calibration a prediction uses: one immutable object per (platform, profile), built at the entry point.
 
 Without a profile: the parameters fitted on every measured run (``knowledge/calibration/fitted.json``), with
-the platform's own learned factors where that server has rows, against datasheet ceilings.
+the platform's own learned factors where that server has rows, against probed ceilings: the datasheet times
+what probed machines of its GPU generation achieved (``ProbeRatios``; the efficiencies are fitted in that
+same frame).
 
-With a profile written by ``advisor probe`` on that machine, each ceiling comes from what was measured
-there and replaces (never multiplies) the fitted efficiency for it: GEMM throughput at the models' shapes,
-fused attention, copy bandwidth, pinned host<->device bandwidth, DeepSpeed's CPU Adam, NCCL bus bandwidth.
-Then the framework terms no micro probe measures (dispatch per kernel, autograd, DeepSpeed's hooks, the
-optimizer step) are refitted on the profile's real layers: the user's architecture cut to one and two
-layers under a design of real configurations. So nothing is corrected twice: the global fit's
-efficiencies, which absorbed framework overhead against datasheet peaks, are not stacked on measured ceilings.
+With a profile written by ``advisor probe`` on that machine, its own ratios replace the generation's (large
+GEMM, device copy, pinned host->device, NCCL bus bandwidth), and its host's DeepSpeed CPU Adam rate the
+catalog's. For a machine the fit has not seen, the framework terms no micro probe measures (dispatch per
+kernel, autograd, DeepSpeed's hooks) are also refitted on the profile's real layers: the user's
+architecture cut to one and two layers under a design of real configurations. So nothing is corrected
+twice: a measured ceiling replaces a ratio, never multiplies a fitted efficiency that absorbed it.
 
 Pure functions: the profile and the fitted values come in as arguments; nothing here reads a file.
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec, Profile
 from models.memory import usable_host_gib
-from models.platform_factors import bounds, platform_values
+from models.platform_factors import platform_values
 from models.roofline import Ceilings, ProbeRatios, ceilings
 
 # Terms the profile's real layers decide (the micro probes measure everything else directly).
@@ -84,11 +85,6 @@ def check_profile(profile: Profile, platform: PlatformSpec) -> str | None:
     if profile.gpu_id and profile.gpu_id != platform.gpu.id:
         return f"the profile is of {profile.gpu_id} ({profile.gpu_name}), the case runs on {platform.gpu.id}"
     return None
-
-
-def _clip(name: str, value: float) -> float:
-    lo, hi = bounds(name)
-    return min(max(value, lo), hi)
 
 
 def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, local_fit=None) -> Calibration:

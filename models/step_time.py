@@ -27,7 +27,6 @@ KERNELS_PER_QUANT_LINEAR = 2
 KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
 MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
 TENSORS_PER_LAYER = 9  # trainable tensors of a fully trained layer: 7 weights + 2 norm scales
-SUB_GROUP = 1_000_000_000  # DeepSpeed's sub_group_size default: ZeRO-3 steps the optimizer group by group
 
 
 @dataclass(frozen=True)
