@@ -62,7 +62,11 @@ def refit(
             if not g.row.m.dataset.startswith("zhang"):  # the intervals are for the machines people probe
                 by_task.setdefault(g.row.case.task, []).append((g.predicted, g.measured))
         del report["_held"]
-    previous = json.loads(out.read_text()) if out.exists() else {}
+    # the fit this one replaces: a user's first refit keeps the bundled held-out figures when it skips them
+    from knowledge.paths import calibration_file
+
+    before = out if out.exists() else calibration_file()
+    previous = json.loads(before.read_text()) if before.exists() else {}
     result = {
         "parameters": model.efficiencies_.model_dump(),
         "platform_factors": model.platform_factors_,
