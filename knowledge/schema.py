@@ -196,6 +196,11 @@ class TrainCase(_CaseBase):
         return v
 
 
+# Weight formats of served models and their bits (models.serving_quant says how each runs).
+FORMAT_BITS = {"bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "bnb-int8": 8, "bnb-nf4": 4}
+WEIGHT_FORMATS = tuple(FORMAT_BITS)
+
+
 class ServeCase(_CaseBase):
     task: Literal["serve"]
     batch_size: int = Field(default=1, ge=1, le=1 << 20)
@@ -205,6 +210,24 @@ class ServeCase(_CaseBase):
     weight_bits: Literal[16, 8, 4] = 16
     kv_bits: Literal[16, 8] = 16
     tensor_parallel: int = Field(default=1, ge=1, le=1 << 12)
+    # how the weights are stored and multiplied, as engines serve them (default from weight_bits and the GPU:
+    # 8 = FP8 W8A8 where the GPU has FP8 tensor cores, else int8 W8A8; 4 = int4 W4A16, AWQ/GPTQ-style);
+    # bitsandbytes only when named
+    weight_format: Literal[WEIGHT_FORMATS] | None = None  # type: ignore[valid-type]
+    replicas: int | None = Field(default=None, ge=1, le=1 << 16)  # data-parallel copies; default GPUs // TP
+    engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bits_from_format(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("weight_format") in FORMAT_BITS:
+            bits = FORMAT_BITS[data["weight_format"]]
+            if data.get("weight_bits") is None:
+                data = {**data, "weight_bits": bits}
+            elif data["weight_bits"] != bits:
+                raise ValueError(f"weight_format {data['weight_format']!r} has {bits}-bit weights, "
+                                 f"not weight_bits={data['weight_bits']!r}")
+        return data
 
     @property
     def kv_len_effective(self) -> int:
@@ -325,6 +348,7 @@ class Measured(Strict):
     backward_s: float | None = None
     optimizer_s: float | None = None
     prefill_s: float | None = None
+    prefill_eager_s: float | None = None  # the same prefill dispatched eagerly (serve_sweep), host included
     decode_step_s: float | None = None
     e2e_output_tokens_per_s: float | None = None
     error: str | None = None  # why the run failed, when it did not produce numbers

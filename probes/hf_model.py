@@ -14,6 +14,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Iterator
 
 from knowledge.schema import ModelArch, TrainCase
+from probes.engine_linears import FORMATS as ENGINE_FORMATS, quantize_layer_for_engine
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -119,7 +120,9 @@ def build_model(
             return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
 
     # Quantized base: a one-layer shell for embeddings / norm / rotary / lm_head, then the real layers.
-    _bnb()  # fail early, before allocating anything, when bitsandbytes is missing
+    engine = quantization in ENGINE_FORMATS  # engines' FP8 / int8 / int4 kernels (probes.engine_linears)
+    if not engine:
+        _bnb()  # fail early, before allocating anything, when bitsandbytes is missing
     shell_cfg = hf_config(arch, 1, attn_impl=attn_impl, use_cache=use_cache)
     with torch.device(device):
         model = transformers.AutoModelForCausalLM.from_config(shell_cfg, dtype=dtype, attn_implementation=attn_impl)
@@ -131,7 +134,10 @@ def build_model(
     for i in range(cfg.num_hidden_layers):
         with torch.device(device), _default_dtype(dtype):
             layer = layer_cls(cfg, layer_idx=i)
-        quantize_linears(layer, quantization, device)
+        if engine:
+            quantize_layer_for_engine(layer, quantization)
+        else:
+            quantize_linears(layer, quantization, device)
         layers.append(layer)
     # The forward loops over ``self.layers[: config.num_hidden_layers]``: give every module the full config.
     cfg.dtype = dtype
