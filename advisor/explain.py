@@ -23,6 +23,12 @@ def describe(case: TrainCase, zero_label: str | None = None) -> str:
         parts.append("PyTorch DDP")
     else:
         parts.append(zero_label or f"ZeRO-{case.zero_stage}")
+    zeropp = [n for n, on in (("qwZ", case.zero_quantized_weights), ("hpZ", case.zero_hpz_partition_size > 1),
+                              ("qgZ", case.zero_quantized_gradients)) if on]
+    if zeropp:
+        parts.append("ZeRO++ " + "+".join(zeropp))
+    if case.mics_shard_size:
+        parts.append(f"MiCS {case.mics_shard_size}")
     if case.offload != "none":
         parts.append({"optimizer": "offload opt", "optimizer+params": "offload opt+params"}[case.offload])
     if case.recompute:
