@@ -56,6 +56,7 @@ def recommend(
     top: int = typer.Option(5, "--top", min=1, max=100, help="How many configurations to list."),
     seq_len: int = typer.Option(2048, "--seq-len", min=1, max=MAX_TOKENS, help="Tokens per training sequence (at most the model's context)."),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=MAX_GLOBAL_BATCH, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
+    global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens", min=1, max=1 << 40, help="Tokens per optimizer step over all GPUs (a multiple of --seq-len; instead of --global-batch)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1 << 16, help="GPUs to use (default: all of the platform, times --nodes; serve: the most tensor parallelism may use)."),
     nodes: int = typer.Option(1, "--nodes", min=1, max=1 << 12, help="Identical servers of --hardware joined by a network (training)."),
     network: Optional[str] = typer.Option(None, "--network", help="With --nodes: the fabric between them, NAME[:NICs per node]: ib-hdr, ib-ndr, ib-xdr, roce-400, efa-p5, eth-100 … (default: what such a server usually has; see `advisor hardware`)."),
@@ -101,6 +102,12 @@ def recommend(
         if study_name and storage is None:
             storage = default_storage_url()
         arch_model = _model_arg(model)
+        if global_batch_tokens is not None:
+            if global_batch is not None:
+                raise AdvisorError("give --global-batch (sequences) or --global-batch-tokens, not both")
+            if global_batch_tokens % seq_len:
+                raise AdvisorError(f"--global-batch-tokens {global_batch_tokens} is not a multiple of --seq-len {seq_len}")
+            global_batch = global_batch_tokens // seq_len
         if nodes > 1 and task == Task.serve:
             raise AdvisorError(f"--nodes {nodes}: serving across nodes is not modelled; recommend for one server")
         if (network or inter_node_gbps) and nodes == 1:
