@@ -118,8 +118,12 @@ def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
     ev0: Evaluator = evaluator_factory(spec)
     count = ev0.platform.count
     gpu_id = ev0.platform.gpu.id
-    for n in (count * 2, count * 4):
-        ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
+    if spec.nodes > 1:  # already several servers: more of them
+        for k in (spec.nodes * 2, spec.nodes * 4):
+            ideas.append((f"{k} nodes ({k * count} GPUs)", replace(spec, nodes=k, gpus=None)))
+    else:
+        for n in (count * 2, count * 4):
+            ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
     if spec.task == "finetune" and "qlora" not in spec.method_choices():
         ideas.append(("QLoRA (4-bit base)", replace(spec, methods=("qlora",))))
     if spec.seq_len > 256:
