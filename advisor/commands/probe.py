@@ -129,6 +129,9 @@ def _summary(profile: Any) -> Any:
         if pts:
             best = max(pts, key=lambda p: p.busbw_gbs)
             t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.4g} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+    if profile.inter_node:
+        n = profile.inter_node
+        t.add_row(f"network, {n.nodes} nodes x {n.gpus_per_node} rails", f"{n.busbw_gbs:.4g} GB/s per node")
     if profile.host:
         h = profile.host
         t.add_row("host", f"{h.cpu_cores} cores, {h.usable_ram_gib:.0f} GiB usable RAM")
