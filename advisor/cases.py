@@ -277,7 +277,7 @@ def check_plausible(case: TrainCase | ServeCase, profile: Profile | None = None)
     """
     from knowledge.catalog import resolve_model, resolve_platform
 
-    platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
+    platform = resolve_platform(case.hardware, getattr(case, "gpus", None), nodes=case.nodes)
     arch = resolve_model(case.model)
     check_profile_matches(profile, platform)
     ctx = context_length(arch)

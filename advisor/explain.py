@@ -23,6 +23,12 @@ def describe(case: TrainCase, zero_label: str | None = None) -> str:
         parts.append("PyTorch DDP")
     else:
         parts.append(zero_label or f"ZeRO-{case.zero_stage}")
+    zeropp = [n for n, on in (("qwZ", case.zero_quantized_weights), ("hpZ", case.zero_hpz_partition_size > 1),
+                              ("qgZ", case.zero_quantized_gradients)) if on]
+    if zeropp:
+        parts.append("ZeRO++ " + "+".join(zeropp))
+    if case.mics_shard_size:
+        parts.append(f"MiCS {case.mics_shard_size}")
     if case.offload != "none":
         parts.append({"optimizer": "offload opt", "optimizer+params": "offload opt+params"}[case.offload])
     if case.recompute:
@@ -112,8 +118,12 @@ def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
     ev0: Evaluator = evaluator_factory(spec)
     count = ev0.platform.count
     gpu_id = ev0.platform.gpu.id
-    for n in (count * 2, count * 4):
-        ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
+    if spec.nodes > 1:  # already several servers: more of them
+        for k in (spec.nodes * 2, spec.nodes * 4):
+            ideas.append((f"{k} nodes ({k * count} GPUs)", replace(spec, nodes=k, gpus=None)))
+    else:
+        for n in (count * 2, count * 4):
+            ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
     if spec.task == "finetune" and "qlora" not in spec.method_choices():
         ideas.append(("QLoRA (4-bit base)", replace(spec, methods=("qlora",))))
     if spec.seq_len > 256:

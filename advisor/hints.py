@@ -69,8 +69,9 @@ def hf_usage(case: TrainCase, config_path: Path | str, bf16: bool = True) -> lis
     return steps
 
 
-def accelerate_config(case: TrainCase, gpus: int, config_path: Path | str) -> str:
-    """An accelerate config (YAML) that points at the DeepSpeed JSON: ``accelerate launch --config_file``."""
+def accelerate_config(case: TrainCase, gpus: int, config_path: Path | str, nodes: int = 1) -> str:
+    """An accelerate config (YAML) that points at the DeepSpeed JSON: ``accelerate launch --config_file``.
+    ``gpus`` counts every node's; across several nodes each one launches with its own machine rank."""
     zero3 = case.zero_stage == 3
     lines = [
         "# written by `advisor`: accelerate launch --config_file THIS_FILE train.py",
@@ -79,6 +80,14 @@ def accelerate_config(case: TrainCase, gpus: int, config_path: Path | str) -> st
         "deepspeed_config:",
         f"  deepspeed_config_file: {Path(config_path).resolve()}",
         f"  zero3_init_flag: {'true' if zero3 else 'false'}",
+    ]
+    if nodes > 1:
+        from advisor.multinode import accelerate_fields
+
+        lines += ["  deepspeed_multinode_launcher: standard", "main_training_function: main"]
+        lines += accelerate_fields(nodes, gpus // nodes) + ["use_cpu: false"]
+        return "\n".join(lines) + "\n"
+    lines += [
         "machine_rank: 0",
         "main_training_function: main",
         "num_machines: 1",

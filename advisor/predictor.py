@@ -17,7 +17,8 @@ from knowledge.efficiency import (
 from knowledge.errors import AdvisorError
 from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
-from models.calibration import Calibration, check_profile, from_fit, from_profile
+from knowledge.fabrics import network_for
+from models.calibration import Calibration, check_profile, from_fit, from_profile, with_network
 from models.platform_factors import platform_values
 from models.training import predict_training
 
@@ -104,13 +105,18 @@ class Predictor:
         return self._calibrations[key]
 
     def predict(self, case: TrainCase | ServeCase) -> Prediction:
-        if case.nodes > 1:
-            raise AdvisorError(f"nodes={case.nodes}: several nodes are not modelled yet (one server only); "
+        if case.nodes > 1 and not isinstance(case, TrainCase):
+            raise AdvisorError(f"nodes={case.nodes}: serving across nodes is not modelled (one server only); "
                                f"predict one node of {case.hardware!r} with nodes=1")
-        platform = resolve_platform(case.hardware, getattr(case, "gpus", None))
+        platform = resolve_platform(case.hardware, getattr(case, "gpus", None), nodes=case.nodes)
         arch = resolve_model(case.model)
         if isinstance(case, TrainCase):
-            return predict_training(case, arch, platform, self.calibration(platform), self._held_out.get(case.task))
+            cal = self.calibration(platform)
+            network = network_for(platform, case.nodes, case.network, case.inter_node_gbps, self.profile)
+            if network is None:
+                return predict_training(case, arch, platform, cal, self._held_out.get(case.task))
+            pred = predict_training(case, arch, platform, with_network(cal, network), self._held_out.get(case.task))
+            return pred.model_copy(update={"network": network.label})
         from models.serving import predict_serving
 
         if self.profile is not None and check_profile(self.profile, platform):

@@ -25,7 +25,7 @@ from models.memory import training_memory, usable_gib
 from models.setup import derive
 from models.training import predict_training
 
-from advisor.space import MICRO_BATCHES, methods_for, offloads_for, quantizations_for, training_knobs, zero_stages_for
+from advisor.space import MICRO_BATCHES, comm_variants, methods_for, offloads_for, quantizations_for, training_knobs, zero_stages_for
 
 BRUTE_FORCE_MAX = 4000  # configurations; above this the TPE sampler samples instead
 
@@ -45,6 +45,9 @@ class SearchSpec:
     headroom: float = 0.0  # fraction of usable GPU memory to leave free
     lora_rank: int = 64
     micro_batches: tuple[int, ...] = MICRO_BATCHES
+    nodes: int = 1  # identical servers joined by a network
+    network: str | None = None  # fabric name[:NICs]; default: the server's usual fabric
+    inter_node_gbps: float | None = None  # each node's network, Gb/s one direction (overrides the fabric's)
 
     def method_choices(self) -> tuple[str, ...]:
         return self.methods or methods_for(self.task)
@@ -64,13 +67,20 @@ class Candidate:
     @property
     def rank_score(self) -> float:
         """tokens/s, less up to 10% for a pick within 8% of running out of GPU or host memory: a safe
-        configuration of similar speed ranks above it (the memory model is within ~5-8% of measured)."""
+        configuration of similar speed ranks above it (the memory model is within ~5-8% of measured); less 2%
+        for ZeRO++'s quantized communication."""
         spare, _ = self.margin
-        return self.prediction.tokens_per_s * (1 - TIGHT_PENALTY * min(max((TIGHT_MARGIN - spare) / TIGHT_MARGIN, 0.0), 1.0))
+        score = self.prediction.tokens_per_s * (1 - TIGHT_PENALTY * min(max((TIGHT_MARGIN - spare) / TIGHT_MARGIN, 0.0), 1.0))
+        if self.case.zero_quantized_weights or self.case.zero_quantized_gradients:
+            score *= 1 - LOSSY_COMM_PENALTY
+        return score
 
 
 TIGHT_MARGIN = 0.08
 TIGHT_PENALTY = 0.10
+# ZeRO++'s int8 weights and int4 gradients change the numbers training sees (the paper reports the same
+# loss curves, but on its models): a quantized pick must be more than 2% faster than an exact one to rank above it
+LOSSY_COMM_PENALTY = 0.02
 
 
 def memory_margin(p: TrainPrediction) -> tuple[float, str]:
@@ -91,7 +101,7 @@ def _grad_accum(spec: SearchSpec, mbs: int, gpus: int) -> int | None:
 
 def configurations(spec: SearchSpec, gpus: int) -> Iterator[dict[str, Any]]:
     """Every valid combination of the searched knobs, as case fields (the exhaustive space, ``advisor.space``)."""
-    for knobs in training_knobs(spec.task, spec.method_choices(), spec.engines):
+    for knobs in training_knobs(spec.task, spec.method_choices(), spec.engines, spec.nodes, gpus // spec.nodes):
         for mbs in spec.micro_batches:
             accum = _grad_accum(spec, mbs, gpus)
             if accum is None:
@@ -100,9 +110,12 @@ def configurations(spec: SearchSpec, gpus: int) -> Iterator[dict[str, Any]]:
 
 
 def make_case(spec: SearchSpec, knobs: dict[str, Any], gpus: int, idx: int = 0) -> TrainCase:
+    network = {}
+    if spec.nodes > 1:
+        network = {k: v for k, v in (("nodes", spec.nodes), ("network", spec.network), ("inter_node_gbps", spec.inter_node_gbps)) if v is not None}
     return TrainCase(
         id=f"pick-{idx}", hardware=spec.hardware, model=spec.model, task=spec.task, gpus=gpus,
-        seq_len=spec.seq_len, lora_rank=spec.lora_rank, **knobs,
+        seq_len=spec.seq_len, lora_rank=spec.lora_rank, **network, **knobs,
     )
 
 
@@ -111,12 +124,19 @@ class Evaluator:
 
     def __init__(self, spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> None:
         self.spec = spec
-        self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus)
+        self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus, nodes=spec.nodes)
         self.arch: ModelArch = resolve_model(spec.model)
-        self.gpus = spec.gpus or self.platform.count
+        self.gpus = spec.gpus or self.platform.count * spec.nodes
+        if self.gpus % spec.nodes:
+            raise AdvisorError(f"--gpus {self.gpus} cannot be spread evenly over {spec.nodes} nodes: use a multiple of {spec.nodes}")
         from advisor.predictor import calibration_for, held_out_error
+        from knowledge.fabrics import network_for
+        from models.calibration import with_network
 
         self.cal = calibration_for(self.platform, profile, eff)
+        self.network = network_for(self.platform, spec.nodes, spec.network, spec.inter_node_gbps, profile)
+        if self.network is not None:
+            self.cal = with_network(self.cal, self.network)
         self.eff = self.cal.eff
         self.rel_error = held_out_error().get(spec.task)  # widens each prediction's interval, as `predict` does
         self.profile = profile
@@ -144,11 +164,13 @@ class Evaluator:
                 self.cache[key] = None
             else:
                 pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error)
+                if self.network is not None:
+                    pred = pred.model_copy(update={"network": self.network.label})
                 self.cache[key] = Candidate(case, pred) if pred.fits else None
         return self.cache[key]
 
 
-def _suggest(trial, spec: SearchSpec) -> dict[str, Any]:
+def _suggest(trial, spec: SearchSpec, gpus: int = 1) -> dict[str, Any]:
     """The conditional space of ``advisor.space``, as Optuna trial suggestions (the same as ``configurations``)."""
     method = trial.suggest_categorical("method", list(spec.method_choices()))
     engine = trial.suggest_categorical("engine", list(spec.engines))
@@ -158,24 +180,33 @@ def _suggest(trial, spec: SearchSpec) -> dict[str, Any]:
     offload = trial.suggest_categorical(f"offload_z{zero}", list(offload_choices)) if len(offload_choices) > 1 else offload_choices[0]
     quants = quantizations_for(method)
     quant = trial.suggest_categorical("lora_quantization", list(quants)) if len(quants) > 1 else quants[0]
+    variants = comm_variants(engine, zero, offload, spec.nodes, gpus // spec.nodes)
+    variant = variants[trial.suggest_categorical("zero3_network", list(variants))] if len(variants) > 1 else {}
     return dict(
         method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
         recompute=trial.suggest_categorical("recompute", [False, True]),
         flash_attention=trial.suggest_categorical("flash_attention", [True, False]),
         micro_batch_size=trial.suggest_categorical("micro_batch_size", list(spec.micro_batches)),
+        **variant,
     )
 
 
 def _neighbours(knobs: dict[str, Any], space: list[dict[str, Any]], radius: int = 2) -> list[dict[str, Any]]:
-    """Configurations of the space that differ from ``knobs`` in 1..``radius`` knobs."""
-    return [k for k in space if 0 < sum(k[x] != knobs[x] for x in knobs) <= radius]
+    """Configurations of the space that differ from ``knobs`` in 1..``radius`` knobs (a ZeRO++ / MiCS knob a
+    configuration does not set counts as its default)."""
+    def get(k: dict[str, Any], x: str) -> Any:
+        return k.get(x, TrainCase.model_fields[x].default)
+
+    return [k for k in space if 0 < sum(get(k, x) != get(knobs, x) for x in {**knobs, **k}) <= radius]
 
 
 def job_key(spec: SearchSpec, exhaustive: bool) -> str:
     """What a shared study is about, as canonical JSON: trials of two different jobs never mix."""
     import json
 
-    job = {k: getattr(spec, k) for k in spec.__dataclass_fields__}
+    # fields added later are left out at their defaults, so a study made before them stays this job's
+    job = {k: getattr(spec, k) for k in spec.__dataclass_fields__
+           if not (k in ("nodes", "network", "inter_node_gbps") and getattr(spec, k) == SearchSpec.__dataclass_fields__[k].default)}
     job["search"] = "exhaustive" if exhaustive else "tpe"
     return json.dumps(job, sort_keys=True, default=list)
 
@@ -257,7 +288,7 @@ def run_search(
         for _ in range(total):  # ask and tell: the objective is ours, no queue shared with other workers
             with storage_lock(storage):
                 trial = study.ask()
-                knobs = _suggest(trial, spec)
+                knobs = _suggest(trial, spec, ev.gpus)
             accum = _grad_accum(spec, knobs["micro_batch_size"], ev.gpus)
             knobs = {**knobs, "grad_accum": accum}
             v = value(knobs) if accum is not None else None

@@ -51,6 +51,10 @@ def quantizations_for(method: str) -> tuple[str, ...]:
     return {"full": ("none",), "lora": ("none", "int8"), "qlora": ("nf4",)}[method]
 
 
+MICS_REMOVED = ("MiCS is no longer in DeepSpeed (0.19.8's config parser rejects mics_shard_size, "
+                "deepspeedai/DeepSpeed#8489): predicted for comparison only, no DeepSpeed config is written")
+
+
 def invalid_reason(task: str, method: str, engine: str = "deepspeed", zero_stage: int = 0, offload: str = "none",
                    quantization: str | None = None) -> str | None:
     """Why a combination is outside the space (one line), or None when it is valid."""
@@ -69,14 +73,32 @@ def invalid_reason(task: str, method: str, engine: str = "deepspeed", zero_stage
     return None
 
 
-def training_knobs(task: str, methods: tuple[str, ...] | None = None, engines: tuple[str, ...] = ("deepspeed",)
-                   ) -> Iterator[dict[str, Any]]:
-    """Every valid (method, engine, zero, offload, quantization, recompute, flash) combination, micro-batch aside."""
+def comm_variants(engine: str, zero_stage: int, offload: str, nodes: int = 1, per_node: int = 1) -> dict[str, dict[str, Any]]:
+    """ZeRO-3's answers to a slow network, by name: ZeRO++'s qwZ, hpZ and qgZ in every combination. Searched
+    across several nodes only, with ZeRO-3 and no offload; on one node there is no network for them to spare.
+    MiCS is predicted (``mics_shard_size``) but never searched: DeepSpeed 0.19.8, the version the advisor
+    targets, no longer has it (its config parser rejects ``mics_shard_size``), so no pick could run."""
+    if nodes <= 1 or engine != "deepspeed" or zero_stage != 3 or offload != "none":
+        return {"": {}}
+    out: dict[str, dict[str, Any]] = {"": {}}
+    hpz_sizes = (1, per_node) if per_node > 1 else (1,)
+    for qw, hpz, qg in itertools.product((False, True), hpz_sizes, (False, True)):
+        name = "+".join(n for n, on in (("qwZ", qw), ("hpZ", hpz > 1), ("qgZ", qg)) if on)
+        if name:
+            out[name] = dict(zero_quantized_weights=qw, zero_hpz_partition_size=hpz, zero_quantized_gradients=qg)
+    return out
+
+
+def training_knobs(task: str, methods: tuple[str, ...] | None = None, engines: tuple[str, ...] = ("deepspeed",),
+                   nodes: int = 1, per_node: int = 1) -> Iterator[dict[str, Any]]:
+    """Every valid (method, engine, zero, offload, quantization, recompute, flash) combination, micro-batch
+    aside; across several nodes also ZeRO++ and MiCS (``comm_variants``)."""
     for method in methods or methods_for(task):
         for engine in engines:
             for zero in zero_stages_for(engine):
                 for offload, quant, recompute, flash in itertools.product(
                     offloads_for(engine, zero), quantizations_for(method), (False, True), (True, False)
                 ):
-                    yield dict(method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
-                               recompute=recompute, flash_attention=flash)
+                    for variant in comm_variants(engine, zero, offload, nodes, per_node).values():
+                        yield dict(method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
+                                   recompute=recompute, flash_attention=flash, **variant)

@@ -66,9 +66,14 @@ def mfu(p: Any, peak_tflops: float) -> float | None:
     return tf / peak_tflops if tf and peak_tflops else None
 
 
+# case fields a single-node pick never sets: left out of its configuration while at their defaults
+_MULTINODE_FIELDS = ("network", "zero_quantized_weights", "zero_hpz_partition_size", "zero_quantized_gradients", "mics_shard_size")
+
+
 def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator, stages: list[int] | None = None) -> dict[str, Any]:
     p = c.prediction
-    knobs = {k: v for k, v in c.case.model_dump().items() if k not in ("id", "hardware", "model", "task")}
+    knobs = {k: v for k, v in c.case.model_dump().items() if k not in ("id", "hardware", "model", "task")
+             and not (k in _MULTINODE_FIELDS and v == type(c.case).model_fields[k].default)}
     stages = stages or [c.case.zero_stage]
     label = f"ZeRO {'/'.join(map(str, stages))}" if len(stages) > 1 else None
     return {
@@ -119,6 +124,8 @@ def recommend_train(
         "profile": profile.gpu_name if profile else None,
         "host_ram_gib": ev.platform.host.host_ram_gib, "cpu_cores": ev.platform.host.cpu_cores,
     }
+    if spec.nodes > 1:
+        header.update(nodes=spec.nodes, gpus_per_node=ev.gpus // spec.nodes, network=ev.network.label if ev.network else None)
     if not ranked:
         _nothing_fits(spec, ev, header, as_json)
         return
@@ -132,15 +139,20 @@ def recommend_train(
     launch = launch_line(best, ev.gpus, config_path, ev.platform)
     if best.case.engine == "deepspeed":
         atomic_write_json(config_path, items[0]["deepspeed_config"])
-        atomic_write_text(accel_path, hints.accelerate_config(best.case, ev.gpus, config_path))
+        atomic_write_text(accel_path, hints.accelerate_config(best.case, ev.gpus, config_path, spec.nodes))
     for it, c in zip(items, ranked[:top]):
         it["launch"] = launch_line(c, ev.gpus, config_path, ev.platform)
         it["launch_env"] = hints.launch_env(c.case, ev.platform, ev.gpus)
         it["usage"] = usage_note(c, config_path, bf16)
+    if spec.nodes > 1:
+        multi = _multinode(spec, ev, items, ranked[:top], out_dir, config_path, accel_path)
+        launch = items[0]["launch"]
     if as_json:
         extra = {"deepspeed_config_path": str(config_path)}
         if best.case.engine == "deepspeed":
             extra["accelerate_config_path"] = str(accel_path)
+        if spec.nodes > 1:
+            extra.update({f"{k}_path": str(v) for k, v in multi.items()})
         print(json.dumps({**header, "recommendations": items, **extra}, indent=2))
         return
     _table(header, items, ev, wide)
@@ -149,11 +161,38 @@ def recommend_train(
     console.print(f"[bold]Top pick[/]: {describe(best.case)}{same}")
     if best.case.engine == "deepspeed":
         console.print(f"Wrote [cyan]{config_path}[/] (DeepSpeed) and [cyan]{accel_path}[/] (accelerate)")
-    console.print(f"Launch: [green]{launch}[/]", highlight=False, soft_wrap=True)
-    if best.case.engine == "deepspeed":
+    if spec.nodes > 1:
+        _print_multinode(items[0], multi)
+    else:
+        console.print(f"Launch: [green]{launch}[/]", highlight=False, soft_wrap=True)
+    if best.case.engine == "deepspeed" and spec.nodes == 1:
         console.print(f"   or: [green]{hints.accelerate_line(best.case, ev.platform, ev.gpus, accel_path)}[/]", highlight=False, soft_wrap=True)
     console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False, soft_wrap=True)
-    console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
+    hostfile = f" --hostfile {multi['hostfile']}" if spec.nodes > 1 else ""
+    console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id}{hostfile} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
+
+
+def _multinode(spec: SearchSpec, ev: Evaluator, items: list[dict[str, Any]], ranked: list[Candidate], out_dir: Path,
+               config_path: Path, accel_path: Path) -> dict[str, Path]:
+    """Several nodes: the hostfile (and .deepspeed_env) beside the configs, every pick's three launch lines."""
+    from advisor import multinode
+
+    per_node = ev.gpus // spec.nodes
+    paths = multinode.write_launch_files(out_dir, spec.nodes, per_node, hints.launch_env(ranked[0].case, ev.platform, per_node))
+    for it, c in zip(items, ranked):
+        c_env = hints.launch_env(c.case, ev.platform, per_node)
+        lines = multinode.launch_lines(spec.nodes, per_node, c_env, paths["hostfile"], config_path, accel_path)
+        it.update(launch=lines["deepspeed"], launch_env=c_env, launch_torchrun=lines["torchrun"],
+                  launch_accelerate=lines["accelerate"])
+    return paths
+
+
+def _print_multinode(top: dict[str, Any], paths: dict[str, Path]) -> None:
+    note = f" and {paths['deepspeed_env']} (copy it to ~ on the first node: the launcher exports it)" if "deepspeed_env" in paths else ""
+    console.print(f"Wrote [cyan]{paths['hostfile']}[/] (placeholder host names worker-N: put your nodes' names in){note}")
+    console.print(f"Launch from the first node: [green]{top['launch']}[/]", highlight=False, soft_wrap=True)
+    console.print(f"   or on every node: [green]{top['launch_torchrun']}[/]", highlight=False, soft_wrap=True)
+    console.print(f"   or on every node: [green]{top['launch_accelerate']}[/] (RANK = 0 on worker-1, 1, 2, …)", highlight=False, soft_wrap=True)
 
 
 def plus_minus(value: float, interval: dict | None, key: str) -> str:
@@ -171,9 +210,10 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
     host GiB, MFU when known, a short why. ``wide`` adds the step time, fits and the full why."""
     s = header["search"]
     t = Table(
-        title=f"{header['model']} · {header['task']} · {header['gpus']}× {header['gpu']} · seq {header['seq_len']}",
+        title=f"{header['model']} · {header['task']} · {_gpus_text(header)} · seq {header['seq_len']}",
         caption=(f"{s['sampler']} search: {s['trials']} trials over {s['space_size']} configurations in {s['seconds']:.1f} s; "
-                 f"± = held-out error; host RAM {header['host_ram_gib']:.0f} GiB, {header['cpu_cores']} cores"),
+                 f"± = held-out error; host RAM {header['host_ram_gib']:.0f} GiB, {header['cpu_cores']} cores"
+                 + (f" per node; network: {header['network']}" if header.get("nodes") else "")),
         title_justify="left", caption_justify="left",
     )
     has_mfu = any(it.get("mfu") is not None for it in items)
@@ -205,6 +245,13 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
     out.print(t)
 
 
+def _gpus_text(header: dict[str, Any]) -> str:
+    """'8× H100 …', or '4 nodes × 8× H100 …'."""
+    if header.get("nodes"):
+        return f"{header['nodes']} nodes × {header['gpus_per_node']}× {header['gpu']}"
+    return f"{header['gpus']}× {header['gpu']}"
+
+
 def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_json: bool) -> None:
     """Exit 0 with what would fit: more GPUs, QLoRA, shorter sequences, and the leanest option now."""
     lean = smallest_footprint(ev)
@@ -218,7 +265,7 @@ def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_js
     if as_json:
         print(json.dumps({**header, "recommendations": [], "nothing_fits": True, "leanest": lean_d, "would_fit": options}, indent=2))
         return
-    console.print(f"[bold red]Nothing fits[/] {header['model']} {spec.task} on {header['gpus']}× {header['gpu']} at seq {spec.seq_len}.")
+    console.print(f"[bold red]Nothing fits[/] {header['model']} {spec.task} on {_gpus_text(header)} at seq {spec.seq_len}.")
     if lean_d:
         console.print(f"Leanest configuration: {lean_d['configuration']}: {lean_d['why_not'] or 'needs %.1f GiB per GPU' % lean_d['peak_mem_gib']}.")
     if options:

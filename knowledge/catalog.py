@@ -130,9 +130,11 @@ def is_platform_file(hardware: str) -> bool:
     return text.startswith("{") or text.endswith(".json") or "/" in text
 
 
-def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpec:
+def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1) -> PlatformSpec:
     """A platform id (``rtx4090x8``, ``a800x8``, ``rtx3090x8-pcie``, ``l40sx4``), a platform file
-    (``box.json``) or an inline platform object (``{"gpu": "rtx4090", "count": 2, …}``)."""
+    (``box.json``) or an inline platform object (``{"gpu": "rtx4090", "count": 2, …}``).
+
+    ``gpus_used`` may reach ``nodes`` x the platform's GPUs (identical servers joined by a network)."""
     if not isinstance(hardware, str):
         raise AdvisorError(f"hardware must be a platform id or a platform file path, got {hardware!r}")
     if isinstance(gpus_used, bool) or (gpus_used is not None and gpus_used < 1):
@@ -141,8 +143,7 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
         from knowledge.platform_file import platform_from_spec
 
         platform = platform_from_spec(hardware)
-        if gpus_used is not None and gpus_used > platform.count:
-            raise AdvisorError(f"gpus={gpus_used} exceeds the {platform.count} GPUs of {platform.id!r}")
+        _check_gpus(gpus_used, platform.count, nodes, repr(platform.id))
         return platform
     if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200 or hardware != hardware.strip():
         shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
@@ -171,11 +172,16 @@ def resolve_platform(hardware: str, gpus_used: int | None = None) -> PlatformSpe
     else:
         host = _default_host(gpu, count)
         notes = ""
-    if gpus_used is not None and gpus_used > count:
-        raise AdvisorError(f"gpus={gpus_used} exceeds the {count} GPUs of {hardware!r}")
+    _check_gpus(gpus_used, count, nodes, repr(hardware))
     return PlatformSpec(
         id=hw, gpu=gpu, count=count, interconnect=interconnect, link_gbs=link_gbs(gpu, interconnect), host=host, notes=notes
     )
+
+
+def _check_gpus(gpus_used: int | None, count: int, nodes: int, name: str) -> None:
+    if gpus_used is not None and gpus_used > count * nodes:
+        where = name if nodes == 1 else f"{nodes} nodes of {name}"
+        raise AdvisorError(f"gpus={gpus_used} exceeds the {count * nodes} GPUs of {where}")
 
 
 def _short(value: Any) -> str:

@@ -154,6 +154,7 @@ class _CaseBase(Strict):
     model: Union[str, InlineModel]
     nodes: int = Field(default=1, ge=1, le=1 << 12)  # identical servers joined by a network (contract)
     inter_node_gbps: float | None = Field(default=None, gt=0, le=1e6)  # each node's network, Gb/s one direction
+    network: str | None = Field(default=None, max_length=80)  # fabric of the catalog, "ib-ndr" or "ib-ndr:4" (NICs per node)
 
 
 class TrainCase(_CaseBase):
@@ -171,6 +172,12 @@ class TrainCase(_CaseBase):
     seq_len: int = Field(default=2048, ge=1, le=1 << 24)
     lora_rank: int = Field(default=64, ge=1, le=1 << 16)
     lora_targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    # ZeRO++ (Wang et al. 2023, arXiv 2306.10209) and MiCS (Zhang et al. 2022, arXiv 2205.00119), ZeRO-3 only;
+    # the names are DeepSpeed's own config keys
+    zero_quantized_weights: bool = False  # qwZ: int8 weights in the forward all-gather
+    zero_hpz_partition_size: int = Field(default=1, ge=1, le=1 << 16)  # hpZ: secondary weight partition over this many GPUs (1 = off)
+    zero_quantized_gradients: bool = False  # qgZ: int4 gradients through a hierarchical all-to-all
+    mics_shard_size: int | None = Field(default=None, ge=1, le=1 << 16)  # MiCS: shard within groups of this many GPUs
 
     @model_validator(mode="before")
     @classmethod
@@ -276,6 +283,7 @@ class TrainPrediction(BaseModel):
     failure: Literal["device_oom", "host_oom"] | None = None  # when fits is false: which memory runs out
     model_tflops_per_gpu: float | None = None  # model FLOPs per second per GPU (MFU numerator)
     host_capacity_gib: float | None = None  # usable host RAM of the node the verdict was made against
+    network: str | None = None  # several nodes: the network between them the prediction assumed, and its source
 
 
 class ServeBreakdown(BaseModel):
@@ -429,6 +437,19 @@ class HostProbe(Strict):
     usable_ram_gib: float
 
 
+class InterNodeProbe(Strict):
+    """Collectives across nodes as `advisor probe` measured them when launched on several nodes."""
+
+    nodes: int = Field(ge=2)
+    gpus_per_node: int = Field(ge=1)
+    # what one node's NICs carried, GB/s one direction: the ranks of equal local rank on every node run
+    # concurrent rings (one per GPU, as NCCL's rails do); their bus bandwidths summed over the node
+    busbw_gbs: float
+    points: list[CollectivePoint] = []  # per ring, nccl-tests conventions
+
+    _positive = field_validator("busbw_gbs")(lambda v: _positive_finite(v))
+
+
 class Profile(Strict):
     """Ceilings measured on the local GPUs; they replace catalog numbers in the performance model."""
 
@@ -451,6 +472,7 @@ class Profile(Strict):
     attention: list[AttentionPoint] = []
     collectives: list[CollectivePoint] = []
     macro: list[Measurement] = []
+    inter_node: InterNodeProbe | None = None  # measured only when probed on several nodes
 
     # a ceiling that is zero, negative, NaN or infinite would turn every prediction into nonsense
     # (gpu_count may be 0: a CPU profile is a valid file, refused only when a prediction would use it)

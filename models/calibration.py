@@ -17,9 +17,10 @@ Pure functions: the profile and the fitted values come in as arguments; nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from knowledge.efficiency import Efficiencies
+from knowledge.fabrics import Network
 from knowledge.schema import PlatformSpec, Profile
 from models.memory import usable_host_gib
 from models.platform_factors import platform_values
@@ -111,3 +112,9 @@ def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, lo
     host = profile.host.usable_ram_gib if same_host and profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
     source = f"profile {profile.gpu_name} x{profile.gpu_count} ({profile.environment.date[:10]})"
     return Calibration(eff, ceilings(platform, eff, ratios), host, source, ratios, measured)
+
+
+def with_network(cal: Calibration, network: Network) -> Calibration:
+    """``cal`` for a job spanning several nodes joined by ``network`` (the one place the network enters)."""
+    net = replace(cal.ceilings, net_bps=network.gbps * 1e9 / 8, net_eff=network.efficiency, net_latency_s=network.latency_s)
+    return replace(cal, ceilings=net)

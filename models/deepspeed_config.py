@@ -41,6 +41,17 @@ def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]
             stage3_max_reuse_distance=STAGE3_MAX_LIVE, stage3_param_persistence_threshold=10 * 4096,
             stage3_gather_16bit_weights_on_model_save=True,
         )
+    # ZeRO++ and MiCS (ZeRO-3 across nodes): DeepSpeed's own keys, written only when on
+    if case.zero_quantized_weights:
+        zero["zero_quantized_weights"] = True
+    if case.zero_hpz_partition_size > 1:
+        zero["zero_hpz_partition_size"] = case.zero_hpz_partition_size
+    if case.zero_quantized_gradients:
+        zero["zero_quantized_gradients"] = True
+    if case.mics_shard_size:
+        zero["mics_shard_size"] = case.mics_shard_size
+        # a shard group spanning nodes gathers inside each node first, then across
+        zero["mics_hierarchical_params_gather"] = case.mics_shard_size > gpus // max(case.nodes, 1)
     if case.offload != "none":
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if case.offload == "optimizer+params":

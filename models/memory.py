@@ -65,7 +65,7 @@ def _sub_groups(n: float) -> list[float]:
 
 
 def _ranks_per_node(s: TrainSetup) -> int:
-    return min(s.ranks, s.platform.count)
+    return s.per_node
 
 
 def host_bytes(s: TrainSetup) -> float:
@@ -130,7 +130,7 @@ def model_state_bytes(s: TrainSetup) -> ModelStates:
 
 
 def _gpu_model_states(s: TrainSetup) -> ModelStates:
-    n, t = s.ranks, s.trainable
+    n, t = s.shard_ranks, s.trainable  # MiCS partitions within its shard group only
     half = s.half_bytes
     quant = s.quantized * QUANT_BYTES[s.case.quantization]
     frozen = s.frozen_16bit * half + quant
@@ -160,6 +160,8 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     if s.offload_params:
         return ModelStates(gathered, 0.0, 0.0, 0.0, 0.0, 0.0)
     w = (t * half + frozen) / n + gathered
+    if s.case.zero_hpz_partition_size > 1:  # ZeRO++ hpZ: a secondary copy partitioned within its group
+        w += (t * half + frozen) / s.case.zero_hpz_partition_size
     if s.offload_optimizer:
         return ModelStates(w, 0.0, 0.0, 0.0, 0.0, 0.0)
     # the flat 16-bit gradient partition is allocated at start-up (contiguous_gradients); the fp32

@@ -21,6 +21,10 @@ class Ceilings:
     cpu_cores: int
     cpu_adam_gparams_s: float | None = None  # DeepSpeed CPU Adam measured on this host (catalog or profile)
     cpu_adam_threads: int | None = None  # ... on this many threads
+    # the network between nodes (several nodes only; ``models.calibration.with_network``)
+    net_bps: float = 0.0  # per node, one direction, all NICs, line rate, bytes/s
+    net_eff: float = 1.0  # achieved / line rate
+    net_latency_s: float = 0.0  # one network step of a collective
 
 
 def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:

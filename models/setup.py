@@ -29,6 +29,17 @@ class TrainSetup:
     quantized: int  # frozen parameters stored quantized
     lora: int  # adapter parameters (part of trainable)
     half_bytes: int  # 2: bf16 or fp16
+    nodes: int = 1  # servers the ranks are spread over, evenly
+
+    @property
+    def per_node(self) -> int:
+        """Ranks on each node."""
+        return self.ranks // self.nodes
+
+    @property
+    def shard_ranks(self) -> int:
+        """Ranks the model states are partitioned over: all of them, or MiCS's shard group."""
+        return self.case.mics_shard_size or self.ranks
 
     @property
     def tokens(self) -> int:
@@ -77,13 +88,38 @@ def check_combination(case: TrainCase) -> None:
         raise AdvisorError(f"method qlora means an NF4 base; quantization {case.quantization!r} contradicts it")
     if case.method == "lora" and case.quantization == "nf4":
         raise AdvisorError("method lora with quantization nf4 is QLoRA: use method qlora")
+    zeropp = [k for k in ("zero_quantized_weights", "zero_quantized_gradients") if getattr(case, k)]
+    zeropp += ["zero_hpz_partition_size"] if case.zero_hpz_partition_size > 1 else []
+    if case.mics_shard_size:
+        if zeropp:
+            raise AdvisorError(f"mics_shard_size with {zeropp[0]}: MiCS and ZeRO++ are alternatives, use one")
+        zeropp = ["mics_shard_size"]
+    if zeropp and (case.engine != "deepspeed" or case.zero_stage != 3 or case.offload != "none"):
+        raise AdvisorError(f"{zeropp[0]} needs engine deepspeed with zero_stage 3 and no offload, got zero_stage "
+                           f"{case.zero_stage}, offload {case.offload!r}")
+
+
+def check_partitions(case: TrainCase, ranks: int, per_node: int) -> None:
+    """ZeRO++'s secondary partition and MiCS's shard group must tile the ranks: inside a node (a divisor of
+    the ranks per node) or whole nodes (a multiple of it that divides the ranks)."""
+    for name, size in (("zero_hpz_partition_size", case.zero_hpz_partition_size), ("mics_shard_size", case.mics_shard_size)):
+        if not size or size == 1:
+            continue
+        if ranks % size or (per_node % size and size % per_node):
+            raise AdvisorError(f"{name}={size} must divide the {ranks} ranks and either divide or be a multiple of the "
+                               f"{per_node} GPUs per node (e.g. {per_node})")
 
 
 def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec) -> TrainSetup:
     check_combination(case)
-    ranks = case.gpus or platform.count
-    if ranks > platform.count:
-        raise AdvisorError(f"gpus={ranks} exceeds the {platform.count} GPUs of {platform.id!r}")
+    nodes = case.nodes
+    ranks = case.gpus or platform.count * nodes
+    if ranks > platform.count * nodes:
+        where = f"{platform.id!r}" if nodes == 1 else f"{nodes} nodes of {platform.id!r}"
+        raise AdvisorError(f"gpus={ranks} exceeds the {platform.count * nodes} GPUs of {where}")
+    if ranks % nodes:
+        raise AdvisorError(f"gpus={ranks} cannot be spread evenly over nodes={nodes}: use a multiple of {nodes}")
+    check_partitions(case, ranks, ranks // nodes)
     bad = [t for t in case.lora_targets if t not in LINEAR_NAMES]
     if bad:
         raise AdvisorError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LINEAR_NAMES)}")
@@ -98,5 +134,5 @@ def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec) -> TrainSet
         frozen16 = pc.total - quantized
     return TrainSetup(
         case=case, arch=arch, platform=platform, params=pc, ranks=ranks, trainable=trainable,
-        frozen_16bit=frozen16, quantized=quantized, lora=lora, half_bytes=2,
+        frozen_16bit=frozen16, quantized=quantized, lora=lora, half_bytes=2, nodes=nodes,
     )

@@ -17,6 +17,7 @@ from knowledge.efficiency import Efficiencies
 from models.operators import training_operators
 from models.roofline import Ceilings
 from models.setup import TrainSetup
+from models.zero_comm import _collective_s, zero_communication  # noqa: F401  (_collective_s: its old home)
 
 # Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~8 kernels, RoPE ~10,
 # 7 projections, SDPA, SwiGLU 2, residuals 2, views/copies ~4); backward's CPU cost is this times
@@ -82,19 +83,11 @@ def soft_max(a: float, b: float, p: float = 4.0) -> float:
     return (a**p + b**p) ** (1 / p) if a > 0 or b > 0 else 0.0
 
 
-def _collective_s(n_bytes: float, ranks: int, c: Ceilings, eff: Efficiencies, calls: float, factor: float) -> float:
-    """Ring collective: ``factor`` = 2(n-1)/n for all-reduce, (n-1)/n for all-gather/reduce-scatter."""
-    if ranks <= 1 or c.link_bps <= 0:
-        return 0.0
-    return factor * n_bytes / (c.link_bps * c.link_eff) + calls * eff.collective_latency_s
-
-
 def cpu_adam_threads(s: TrainSetup) -> int:
     """Threads DeepSpeed's CPU Adam gets on each rank: every core for one process; one per worker when
     several ranks share the node, since torchrun sets OMP_NUM_THREADS=1 for each worker unless it is set
     (own 2xH200 rows: 0.36 Gparam/s per rank, the single-thread rate)."""
-    ranks_per_node = min(s.ranks, s.platform.count)
-    return s.platform.host.cpu_cores if ranks_per_node == 1 else 1
+    return s.platform.host.cpu_cores if s.per_node == 1 else 1
 
 
 def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings) -> float:
@@ -131,28 +124,12 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     fwd_cpu, bwd_cpu = _dispatch(s, eff, full.kernels, layers.kernels)
 
     # --- communication ----------------------------------------------------------------------
-    ag, ar = (n - 1) / max(n, 1), 2 * (n - 1) / max(n, 1)
-    half = s.half_bytes
-    grad_bytes = s.trainable * half
-    all_16bit = (s.trainable + s.frozen_16bit) * half
-    per_mb_comm, per_step_comm, zero3_hooks = 0.0, 0.0, 0.0
-    if case.engine == "pytorch" or s.zero == 0:
-        per_step_comm = _collective_s(grad_bytes, n, c, eff, 1 + grad_bytes / 1e9, ar)
-        if case.engine == "deepspeed":  # BF16_Optimizer gathers the updated 16-bit weights
-            per_step_comm += _collective_s(s.trainable * half, n, c, eff, 1, ag)
-    elif s.zero in (1, 2):
-        # ZeRO-2 reduce-scatters in every backward; ZeRO-1 reduces once at the accumulation boundary
-        rs = _collective_s(s.trainable * half, n, c, eff, 1 + s.trainable / 2e8, ag)
-        if s.zero == 2:
-            per_mb_comm = rs
-        else:
-            per_step_comm += rs
-        per_step_comm += _collective_s(s.trainable * half, n, c, eff, 1 + s.trainable / 2e8, ag)
-    else:  # ZeRO-3: gather every weight in forward, again in backward (and for recompute)
+    zero3_hooks = 0.0
+    calls = s.arch.num_hidden_layers * (MODULES_PER_LAYER + 2 * len(case.lora_targets) * s.is_lora)
+    comm = zero_communication(s, eff, c, calls)
+    per_mb_comm, per_step_comm = comm.per_micro_batch_s, comm.per_step_s
+    if case.engine == "deepspeed" and s.zero == 3:
         passes = 2 + case.recompute
-        calls = s.arch.num_hidden_layers * (MODULES_PER_LAYER + 2 * len(case.lora_targets) * s.is_lora)
-        per_mb_comm = passes * _collective_s(all_16bit, n, c, eff, calls, ag)
-        per_mb_comm += _collective_s(s.trainable * half, n, c, eff, 1 + s.trainable / 2e8, ag)
         zero3_hooks = passes * calls * eff.zero3_module_overhead_s
         bwd_cpu += zero3_hooks * (passes - 1) / passes
         fwd_cpu += zero3_hooks / passes
@@ -164,7 +141,9 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     bwd_exposed = soft_max(bwd_gpu, bwd_cpu) - bwd_gpu
 
     # --- optimizer and offload ---------------------------------------------------------------
-    local = s.trainable / (n if (case.engine == "deepspeed") else 1)
+    half = s.half_bytes
+    all_16bit = (s.trainable + s.frozen_16bit) * half
+    local = s.trainable / (s.shard_ranks if (case.engine == "deepspeed") else 1)
     opt_bytes = {0: 36.0, 1: 30.0, 2: 30.0, 3: 30.0}[s.zero] if case.engine == "deepspeed" else 28.0
     optimizer, offload = 0.0, 0.0
     h2d = c.pcie_bps * eff.h2d_eff

@@ -57,10 +57,35 @@ def detect_hardware(name: str | None, count: int) -> str | None:
     return f"{gpu.id}x{count}" if gpu else None
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
+
+
+def deepspeed_launcher() -> list[str]:
+    """DeepSpeed's `deepspeed` launcher of this interpreter's environment (the script beside python, else PATH)."""
+    import shutil
+
+    beside = Path(sys.executable).with_name("deepspeed")
+    found = str(beside) if beside.exists() else shutil.which("deepspeed")
+    return [found] if found else [sys.executable, "-c", "from deepspeed.launcher.runner import main; main()"]
+
+
+def hostfile_launch(hostfile: Path, hosts: list[str], nodes: int, per_node: int) -> list[str]:
+    """``deepspeed --hostfile`` on ``nodes`` hosts of the file, ``per_node`` ranks each. With local hosts only: no
+    ssh check and the master on this machine, so DeepSpeed's launcher runs the ranks here itself (it reaches
+    other hosts through pdsh over ssh, and learns the master's address from the first host)."""
+    cmd = deepspeed_launcher() + ["--hostfile", str(hostfile), "--num_nodes", str(nodes), "--num_gpus", str(per_node)]
+    if all(h in LOCAL_HOSTS for h in hosts[:nodes]):
+        cmd += ["--no_ssh_check", "--master_addr", "127.0.0.1"]
+    return cmd + ["--no_local_rank", "--module"]
+
+
 def case_command(case: dict[str, Any], out_file: Path, args: argparse.Namespace) -> list[str]:
     gpus = int(case.get("gpus") or 1) if case.get("task") != "serve" else 1
     cmd = [sys.executable, "-m"]
-    if gpus > 1:
+    if getattr(args, "hostfile", None):
+        nodes = int(case.get("nodes") or 1)
+        cmd = hostfile_launch(args.hostfile, args.hosts, nodes, max(gpus // nodes, 1))
+    elif gpus > 1:
         cmd += ["torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}", "-m"]
     clean = {k: v for k, v in case.items() if k not in META_KEYS}
     cmd += ["probes.run_case", "--case", json.dumps(clean), "--out", str(out_file),

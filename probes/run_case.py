@@ -143,7 +143,11 @@ def _auto_device() -> str:
 
 def command_line(argv: list[str]) -> str:
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    prefix = f"torchrun --nproc_per_node {world} -m probes.run_case" if world > 1 else "python -m probes.run_case"
+    if "CROSS_SIZE" in os.environ:  # started by DeepSpeed's launcher (deepspeed --hostfile …)
+        nodes = int(os.environ["CROSS_SIZE"])
+        prefix = f"deepspeed --num_nodes {nodes} --num_gpus {world // max(nodes, 1)} --module probes.run_case"
+    else:
+        prefix = f"torchrun --nproc_per_node {world} -m probes.run_case" if world > 1 else "python -m probes.run_case"
     return f"{prefix} {shlex.join(argv)}"
 
 

@@ -38,6 +38,12 @@ def platform_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def fabric_rows() -> list[dict[str, Any]]:
+    from knowledge.fabrics import fabrics
+
+    return [f.model_dump() for f in sorted({f.id: f for f in fabrics().values()}.values(), key=lambda f: f.id)]
+
+
 def model_rows() -> list[dict[str, Any]]:
     from knowledge.catalog import models
     from models.architecture import param_counts
@@ -84,7 +90,7 @@ def hardware(
         return
     gpus, platforms = gpu_rows(), platform_rows()
     if as_json:
-        print(json.dumps({"gpus": gpus, "platforms": platforms}, indent=2))
+        print(json.dumps({"gpus": gpus, "platforms": platforms, "fabrics": fabric_rows()}, indent=2))
         return
     t = Table(title="GPUs (use as <id>x<count>[-pcie|-nvlink], e.g. rtx4090x8)", title_justify="left")
     for col, just in (("id", "left"), ("GiB", "right"), ("GB/s", "right"), ("TFLOP/s", "right"), ("links", "left"), ("source", "left")):
@@ -99,6 +105,16 @@ def hardware(
         t.add_column(col, justify=just, overflow="fold")
     for r in platforms:
         t.add_row(r["id"], r["interconnect"], f"{r['host_ram_gib']:.0f}", str(r["cpu_cores"]), r["source"][:48])
+    console.print(t)
+    t = Table(title="Networks between nodes (--nodes N --network NAME[:NICs per node])", title_justify="left",
+              caption="line rates are standards; efficiency (NCCL busbw / line rate) and latency are priors until "
+                      "`advisor probe` runs on several nodes; sources: advisor hardware --json", caption_justify="left")
+    for col, just in (("name", "left"), ("kind", "left"), ("per NIC", "right"), ("NICs", "right"), ("per node", "right"),
+                      ("eff.", "right"), ("latency", "right")):
+        t.add_column(col, justify=just, overflow="fold")
+    for r in fabric_rows():
+        t.add_row(r["id"], r["transport"], f"{r['nic_gbps']:g} Gb/s", str(r["nics"]), f"{r['nic_gbps'] * r['nics']:,.0f} Gb/s",
+                  f"{r['efficiency']:.0%}", f"{r['latency_us']:g} µs")
     console.print(t)
     console.print(f"Your own server: save {PLATFORM_FILE_EXAMPLE} as box.json and pass --hardware box.json; "
                   "--host-ram-gib / --cpu-cores override any server's host. `advisor hardware --gpu ID` lists every source.",

@@ -38,7 +38,7 @@ def refit_into_home() -> dict:
 
 
 def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch: Optional[int], gpus: Optional[int],
-               case_json: Optional[str]) -> dict:
+               case_json: Optional[str], nodes: int = 1, network: Optional[str] = None) -> dict:
     """The case to run: given with --case, or the top recommendation for the job."""
     from advisor.commands.recommend import _model_arg
     from advisor.search import SearchSpec, run_search
@@ -48,9 +48,13 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
         from advisor.cases import MalformedFile, case_from_arg
 
         try:
-            return case_from_arg(case_json).model_dump()
+            given = case_from_arg(case_json)
         except MalformedFile as e:
             fail(f"--case: {e}", code=2)
+        if nodes > 1 and given.nodes not in (1, nodes):
+            fail(f"--case has nodes={given.nodes}, the --hostfile lists {nodes} hosts")
+        return given.model_dump() | ({"nodes": nodes, "gpus": getattr(given, "gpus", None), "network": network or given.network}
+                                     if nodes > 1 else {})
     if task not in ("pretrain", "finetune"):
         fail(f"--task {task!r}: confirm runs training jobs (pretrain, finetune)")
     from advisor.cases import context_length
@@ -60,7 +64,8 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
     ctx = context_length(resolve_model(arch_model))
     if ctx is not None and seq_len > ctx:
         fail(f"--seq-len {seq_len} exceeds the {ctx}-token context of {model}")
-    spec = SearchSpec(hardware=hardware, model=arch_model, task=task, gpus=gpus, seq_len=seq_len, global_batch=global_batch)
+    spec = SearchSpec(hardware=hardware, model=arch_model, task=task, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
+                      nodes=nodes, network=network)
     ranked, _, _ = run_search(spec, load_efficiencies())
     if not ranked:
         fail(f"nothing fits {model} {task} on {hardware}; see `advisor recommend` for what would")
@@ -69,6 +74,22 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
 
     case["id"] = f"confirm-{resolve_platform(hardware).id}-{task}-{case['method']}-z{case['zero_stage']}-mb{case['micro_batch_size']}-{int(time.time())}"
     return case
+
+
+def _read_hostfile(path: Path) -> dict[str, int]:
+    """{host: slots} of a DeepSpeed hostfile; every host must offer the same slots (one job, even ranks)."""
+    from advisor.multinode import parse_hostfile
+    from knowledge.errors import AdvisorError
+    from knowledge.store import InputFileError, read_bounded_text
+
+    try:
+        hosts = parse_hostfile(read_bounded_text(path, 1 << 20, "--hostfile"), f"--hostfile {str(path)!r}")
+    except (InputFileError, AdvisorError) as e:
+        fail(str(e), code=2)
+    if len(set(hosts.values())) > 1:
+        fail(f"--hostfile {str(path)!r}: hosts offer different slots ({', '.join(f'{h}={n}' for h, n in hosts.items())}); "
+             "a job spreads its ranks evenly")
+    return hosts
 
 
 def confirm(
@@ -81,6 +102,9 @@ def confirm(
     host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM, GiB (overrides the platform's)."),
     cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores (overrides the platform's)."),
     case: Optional[str] = typer.Option(None, "--case", help="Run this contract case (inline JSON or file) instead of the top pick."),
+    hostfile: Optional[Path] = typer.Option(None, "--hostfile", help="A DeepSpeed hostfile ('<host> slots=<GPUs>' lines): run on every host through DeepSpeed's launcher (pdsh over ssh from the first host; the same repository path on each)."),
+    network: Optional[str] = typer.Option(None, "--network", help="With --hostfile: the fabric between the hosts, NAME[:NICs] (default: what such a server usually has)."),
+    device: str = typer.Option("cuda", "--device", help="cuda, or cpu: a toy-size run on the CPU (tests)."),
     steps: int = typer.Option(8, "--steps", min=1, max=10_000, help="Timed optimizer steps."),
     warmup: int = typer.Option(3, "--warmup", min=0, max=10_000, help="Untimed steps first."),
     timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, max=7 * 86400, help="Kill the run after this long (at most a week); recorded as a timeout."),
@@ -95,6 +119,15 @@ def confirm(
     from knowledge.errors import AdvisorError
     from probes.campaign import case_command, detect_hardware, gpu_inventory, run_one
 
+    if device not in ("cuda", "cpu"):
+        fail(f"--device {device!r}: use cuda or cpu", code=2)
+    hosts: dict[str, int] = {}
+    if hostfile is not None:
+        hosts = _read_hostfile(hostfile)
+    nodes = len(hosts) or 1
+    per_node = min(hosts.values()) if hosts else None
+    if network and nodes == 1:
+        fail("--network describes the network between nodes: give a --hostfile of 2 or more hosts")
     name, local = gpu_inventory()
     if hardware == "auto":
         detected = detect_hardware(name, local)
@@ -107,7 +140,9 @@ def confirm(
         from knowledge.catalog import with_host
 
         hardware = with_host(hardware, host_ram_gib, cpu_cores)
-        picked = _pick_case(hardware, task, model, seq_len, global_batch, gpus, case)
+        if hosts and gpus is None:
+            gpus = nodes * per_node
+        picked = _pick_case(hardware, task, model, seq_len, global_batch, gpus, case, nodes, network)
         parsed = parse_case(picked)
         check_plausible(parsed)
         pred = Predictor().predict(parsed)
@@ -120,13 +155,15 @@ def confirm(
         out = default_out() if not dry_run else user_measurements_dir(create=False) / "confirm.jsonl"
     from knowledge.catalog import resolve_platform
 
-    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{resolve_platform(hardware).id}", grid="confirm", device=None)
+    args = argparse.Namespace(steps=steps, warmup=warmup, dataset=f"own-{resolve_platform(hardware).id}", grid="confirm",
+                              device="cpu" if device == "cpu" else None, hostfile=hostfile, hosts=list(hosts))
     cmd = case_command(picked, out, args)
     if dry_run:
         console.print_json(json.dumps({"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json())}))
         return
-    if local < n:
-        fail(f"the pick needs {n} GPUs, this machine has {local}{' (' + name + ')' if name else ''}")
+    need = n // nodes  # on this machine: the first host of a hostfile runs its share
+    if device != "cpu" and local < need:
+        fail(f"the pick needs {need} GPUs{' per node' if nodes > 1 else ''}, this machine has {local}{' (' + name + ')' if name else ''}")
     from advisor.progress import timed_run
 
     row, took = timed_run(lambda: run_one(picked, out, out.with_suffix(".log"), timeout_s, args),

@@ -68,7 +68,10 @@ def deepspeed_config_cmd(
     grad_accum: int = typer.Option(1, "--grad-accum", min=1, max=1 << 20),
     seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20, help="Tokens per sequence (decides the activation memory)."),
     lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1 << 16, help="GPUs in all (default: all of the platform, times --nodes)."),
+    nodes: int = typer.Option(1, "--nodes", min=1, max=1 << 12, help="Identical servers joined by a network; a hostfile is written beside the JSON."),
+    network: Optional[str] = typer.Option(None, "--network", help="With --nodes: the fabric, NAME[:NICs per node] (ib-ndr, eth-100, …)."),
+    zeropp: str = typer.Option("", "--zeropp", help="ZeRO++ with ZeRO-3: any of qwZ,hpZ,qgZ (comma-separated; hpZ partitions within each node)."),
     host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM of the server, GiB (overrides the platform's)."),
     cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores of the server (overrides the platform's)."),
     out: Path = typer.Option(Path("ds_config.json"), "--out", help="Where to write the JSON (an accelerate config goes beside it)."),
@@ -103,6 +106,11 @@ def deepspeed_config_cmd(
             fields = dict(id="cli", hardware=with_host(hardware, host_ram_gib, cpu_cores), model=model, task=task,
                           zero_stage=zero_stage, offload=offload, recompute=recompute, flash_attention=flash_attention,
                           micro_batch_size=micro_batch_size, grad_accum=grad_accum, seq_len=seq_len, lora_rank=lora_rank, gpus=gpus)
+            if nodes > 1:
+                fields.update(nodes=nodes, network=network)
+            elif network:
+                fail("--network describes the network between nodes: give --nodes 2 or more")
+            fields.update(_zeropp_fields(zeropp, resolve_platform(fields["hardware"]).count))
             if method:
                 fields["method"] = method
             if quantization:
@@ -115,8 +123,12 @@ def deepspeed_config_cmd(
         reason = invalid_reason(c.task, c.method, c.engine, c.zero_stage, c.offload, c.quantization)
         if reason:
             fail(reason)
+        if c.mics_shard_size:
+            from advisor.space import MICS_REMOVED
+
+            fail(MICS_REMOVED)
         check_combination(c)
-        platform = resolve_platform(c.hardware, c.gpus)
+        platform = resolve_platform(c.hardware, c.gpus, nodes=c.nodes)
         check_plausible(c)
         pred = Predictor().predict(c)
     except MalformedFile as e:
@@ -124,7 +136,7 @@ def deepspeed_config_cmd(
     except AdvisorError as e:
         fail(str(e))
     check_writable(out, "--out")
-    n = c.gpus or platform.count
+    n = c.gpus or platform.count * c.nodes
     if not pred.fits:
         detail = pred.why_not_fits or f"needs {pred.peak_mem_gib:.1f} GiB per GPU, {platform.gpu.memory_gib:.1f} GiB on each {platform.gpu.id}"
         if not force:
@@ -140,15 +152,41 @@ def deepspeed_config_cmd(
     accel = out.with_name("accelerate_config.yaml")
     try:
         atomic_write_json(out, cfg)
-        atomic_write_text(accel, hints.accelerate_config(c, n, out))
+        atomic_write_text(accel, hints.accelerate_config(c, n, out, c.nodes))
+        if c.nodes > 1:
+            from advisor import multinode
+
+            env = hints.launch_env(c, platform, n // c.nodes)
+            paths = multinode.write_launch_files(out.parent, c.nodes, n // c.nodes, env)
+            lines = multinode.launch_lines(c.nodes, n // c.nodes, env, paths["hostfile"], out, accel)
     except OSError as e:
         fail(f"cannot write --out {str(out)!r}: {e.strerror or e}")
     console.print(f"wrote {out.resolve()} ({'validated by DeepSpeed' if not problem else 'not validated'}); "
                   f"predicted {pred.peak_mem_gib:.1f} GiB per GPU of {platform.gpu.memory_gib:.0f}, {pred.tokens_per_s:,.0f} tokens/s", highlight=False, soft_wrap=True)
     console.print(f"wrote {accel.resolve()} (accelerate, points at the JSON)", highlight=False, soft_wrap=True)
-    console.print(f"launch: {hints.launch_line(c, platform, n, out)}", highlight=False, soft_wrap=True)
-    console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
+    if c.nodes > 1:
+        console.print(f"wrote {paths['hostfile'].resolve()} (placeholder host names worker-N: put your nodes' names in)", highlight=False, soft_wrap=True)
+        console.print(f"launch from the first node: {lines['deepspeed']}", highlight=False, soft_wrap=True)
+        console.print(f"    or on every node: {lines['torchrun']}", highlight=False, soft_wrap=True)
+        console.print(f"    or on every node: {lines['accelerate']} (RANK = 0 on worker-1, 1, 2, …)", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"launch: {hints.launch_line(c, platform, n, out)}", highlight=False, soft_wrap=True)
+        console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
     console.print(f"with Hugging Face: {'; '.join(hints.hf_usage(c, out, platform.gpu.supports_bf16))}", highlight=False, soft_wrap=True)
+
+
+def _zeropp_fields(text: str, per_node: int) -> dict:
+    """--zeropp qwZ,hpZ,qgZ as case fields (hpZ: the secondary partition spans one node)."""
+    from knowledge.errors import unknown
+
+    names = {"qwz": "zero_quantized_weights", "hpz": "zero_hpz_partition_size", "qgz": "zero_quantized_gradients"}
+    out: dict = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key = names.get(part.lower())
+        if key is None:
+            raise unknown("--zeropp part", part, ["qwZ", "hpZ", "qgZ"])
+        out[key] = per_node if key == "zero_hpz_partition_size" else True
+    return out
 
 
 def register(app: typer.Typer) -> None:

@@ -129,6 +129,9 @@ def _summary(profile: Any) -> Any:
         if pts:
             best = max(pts, key=lambda p: p.busbw_gbs)
             t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.4g} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+    if profile.inter_node:
+        n = profile.inter_node
+        t.add_row(f"network, {n.nodes} nodes x {n.gpus_per_node} rails", f"{n.busbw_gbs:.4g} GB/s per node")
     if profile.host:
         h = profile.host
         t.add_row("host", f"{h.cpu_cores} cores, {h.usable_ram_gib:.0f} GiB usable RAM")
@@ -156,7 +159,15 @@ def probe(
     budget: float = typer.Option(120.0, "--budget", min=0.0, max=3600.0,
                                  help="Seconds for the real-layer design (0 skips it)."),
 ) -> None:
-    """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings."""
+    """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings.
+
+    Launched on several nodes (torchrun --nnodes N, or deepspeed --hostfile), it measures the network between
+    them instead and adds it to the node's profile (written before by a plain `advisor probe` there)."""
+    from probes.internode import launch_shape
+
+    if launch_shape() is not None:
+        _probe_across_nodes(out, device, quick)
+        return
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
@@ -207,3 +218,50 @@ def probe(
         _fail(f"cannot write --out {out}: {e.strerror or e}")
     Console().print(_summary(profile))
     typer.echo(f"wrote {out}" + (f" (previous kept as {bak})" if bak else ""))
+
+
+def _probe_across_nodes(out: Path | None, device: str | None, quick: bool) -> None:
+    """Every rank measures the rails at once; rank 0 adds the result to this node's profile (``--out``, or
+    ADVISOR_HOME/profiles/<gpu>x<count>.json) and says so. The other ranks write nothing."""
+    import os
+
+    from advisor.predictor import load_profile
+    from knowledge.errors import AdvisorError
+    from knowledge.paths import user_profiles_dir
+    from knowledge.store import atomic_write_json
+    from probes import internode
+
+    device = _resolve_device(device) if int(os.environ.get("RANK", "0")) == 0 else (device or _local_device())
+    if out is None:
+        if device == "cpu":
+            _fail("--out: on the CPU, name the profile to add the network to")
+        import torch
+
+        from probes.profile import match_catalog
+
+        name = torch.cuda.get_device_name(0)
+        out = user_profiles_dir() / f"{match_catalog(name) or ''.join(c for c in name.lower() if c.isalnum())}x{torch.cuda.device_count()}.json"
+    try:
+        measured = internode.run(device, quick)
+    except Exception as e:  # one line for the user, never a traceback
+        _fail(f"probing across nodes failed, nothing written: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    summary = (f"network: {measured.busbw_gbs:.4g} GB/s per node one direction ({measured.busbw_gbs * 8:,.0f} Gb/s), "
+               f"{measured.nodes} nodes x {measured.gpus_per_node} rails")
+    try:
+        profile = load_profile(out)
+    except AdvisorError as e:
+        _fail(f"{summary}; not stored: {e}: run `advisor probe` on one node first (it writes that profile)")
+    try:
+        bak = _keep_backup(out)
+        atomic_write_json(out, profile.model_copy(update={"inter_node": measured}))
+    except OSError as e:
+        _fail(f"{summary}; cannot write --out {out}: {e.strerror or e}")
+    typer.echo(f"{summary}\nadded to {out}" + (f" (previous kept as {bak})" if bak else ""))
+
+
+def _local_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -56,7 +56,11 @@ def recommend(
     top: int = typer.Option(5, "--top", min=1, max=100, help="How many configurations to list."),
     seq_len: int = typer.Option(2048, "--seq-len", min=1, max=MAX_TOKENS, help="Tokens per training sequence (at most the model's context)."),
     global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=MAX_GLOBAL_BATCH, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all of the platform; serve: the most tensor parallelism may use)."),
+    global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens", min=1, max=1 << 40, help="Tokens per optimizer step over all GPUs (a multiple of --seq-len; instead of --global-batch)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1 << 16, help="GPUs to use (default: all of the platform, times --nodes; serve: the most tensor parallelism may use)."),
+    nodes: int = typer.Option(1, "--nodes", min=1, max=1 << 12, help="Identical servers of --hardware joined by a network (training)."),
+    network: Optional[str] = typer.Option(None, "--network", help="With --nodes: the fabric between them, NAME[:NICs per node]: ib-hdr, ib-ndr, ib-xdr, roce-400, efa-p5, eth-100 … (default: what such a server usually has; see `advisor hardware`)."),
+    inter_node_gbps: Optional[float] = typer.Option(None, "--inter-node-gbps", min=0.001, max=1e6, help="With --nodes: each node's network, Gb/s one direction over all its NICs (overrides the fabric's)."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Calibration profile from `advisor probe`: a path, or a name under ADVISOR_HOME/profiles or bundled (h100x1, h200x1, h200x2)."),
     objective: Objective = typer.Option(Objective.throughput, "--objective", help="throughput, or throughput within --headroom of free memory."),
     headroom: float = typer.Option(0.1, "--headroom", min=0.0, max=0.9, help="With --objective headroom: fraction of GPU memory to keep free."),
@@ -85,7 +89,8 @@ def recommend(
     from advisor.cases import check_profile_matches, context_length, load_profile_checked
     from knowledge.catalog import resolve_model, resolve_platform
 
-    for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--headroom", headroom)):
+    for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--headroom", headroom),
+                        ("--inter-node-gbps", inter_node_gbps)):
         if value is not None and not math.isfinite(value):
             fail(f"{flag} must be a finite number, got {value!r}", code=2)
     if study_name is not None and not (study_name.strip() and study_name.isprintable() and len(study_name) <= 200):
@@ -97,7 +102,21 @@ def recommend(
         if study_name and storage is None:
             storage = default_storage_url()
         arch_model = _model_arg(model)
-        platform = resolve_platform(hardware, gpus)
+        if global_batch_tokens is not None:
+            if global_batch is not None:
+                raise AdvisorError("give --global-batch (sequences) or --global-batch-tokens, not both")
+            if global_batch_tokens % seq_len:
+                raise AdvisorError(f"--global-batch-tokens {global_batch_tokens} is not a multiple of --seq-len {seq_len}")
+            global_batch = global_batch_tokens // seq_len
+        if nodes > 1 and task == Task.serve:
+            raise AdvisorError(f"--nodes {nodes}: serving across nodes is not modelled; recommend for one server")
+        if (network or inter_node_gbps) and nodes == 1:
+            raise AdvisorError("--network and --inter-node-gbps describe the network between nodes: give --nodes 2 or more")
+        if network:
+            from knowledge.fabrics import parse_network
+
+            parse_network(network)
+        platform = resolve_platform(hardware, gpus, nodes=nodes)
         arch = resolve_model(arch_model)
         prof = load_profile_checked(profile) if profile else None
         check_profile_matches(prof, platform)
@@ -128,6 +147,7 @@ def recommend(
         spec = SearchSpec(
             hardware=hardware, model=arch_model, task=task.value, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
             engines=engines, headroom=headroom if objective == Objective.headroom else 0.0, lora_rank=lora_rank,
+            nodes=nodes, network=network, inter_node_gbps=inter_node_gbps,
         )
         recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
                         trials=trials, seed=seed, out_dir=out_dir, as_json=as_json, wide=wide,
