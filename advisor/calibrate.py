@@ -12,7 +12,7 @@ from advisor.evaluation import (
     fit_correction, fit_serving, held_out_serving, mape, serving_errors, serving_rows, training_rows,
 )
 from models.correction import SERVING_FITTED
-from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
+from knowledge.efficiency import CALIBRATION_DIR, Efficiencies, load_efficiencies
 from knowledge.measurements import all_measurements, load_own, load_profile_rows, load_published
 from knowledge.schema import Measurement
 from knowledge.store import atomic_write_json
@@ -50,8 +50,6 @@ def refit(
     ms = measurements(data)[0]
     rows, _ = training_rows(ms)
     model = fit_correction(rows)
-    srows = serving_rows(ms)
-    serving = fit_serving(srows, prior=model.efficiencies_) if srows else None
     by_task: dict[str, list[tuple[float, float]]] = {}
     report = None
     if measure_holdout:
@@ -76,17 +74,38 @@ def refit(
         "held_out_mape": {task: round(mape(pairs), 4) for task, pairs in by_task.items()} if measure_holdout else previous.get("held_out_mape", {}),
         "held_out_n": {task: len(pairs) for task, pairs in by_task.items()} if measure_holdout else previous.get("held_out_n", {}),
         "held_out_from_previous_fit": not measure_holdout,
-        "serving_parameters": {k: getattr(serving.efficiencies_, k) for k in SERVING_FITTED} if serving else {},
-        "serving_fitted_on": {"rows": len(srows), "train_mape": round(serving.train_mape_, 4)} if serving else {},
-        "serving_held_out_by_gpu": (
-            serving_errors(held_out_serving(srows, "gpu", model.efficiencies_)) if serving and measure_holdout
-            else previous.get("serving_held_out_by_gpu", {})
-        ),
+        **serving_fit(ms, model.efficiencies_, measure_holdout, previous),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     atomic_write_json(out, result)
     all_measurements.cache_clear()
     return {**result, "_report": report}
+
+
+def serving_fit(ms, prior, measure_holdout: bool, previous: dict[str, Any]) -> dict[str, Any]:
+    """The serving part of a fit: parameters over the training fit ``prior``, held out by GPU and by model."""
+    srows = serving_rows(ms)
+    serving = fit_serving(srows, prior=prior) if srows else None
+    if serving is None:
+        return {"serving_parameters": {}, "serving_fitted_on": {}}
+    out: dict[str, Any] = {
+        "serving_parameters": {k: getattr(serving.efficiencies_, k) for k in SERVING_FITTED},
+        "serving_fitted_on": {"rows": serving.n_samples_, "train_mape": round(serving.train_mape_, 4)},
+    }
+    for by in ("gpu", "model"):
+        key = f"serving_held_out_by_{by}"
+        out[key] = serving_errors(held_out_serving(srows, by, prior)) if measure_holdout else previous.get(key, {})
+    return out
+
+
+def refit_serving(data: str = "all", out: Path = CALIBRATION_DIR / "fitted.json") -> dict[str, Any]:
+    """Refit only the serving parameters of the fit in ``out`` (its training parameters are the prior) and
+    measure their held-out errors; the training fit and its figures are kept as they are."""
+    previous = json.loads(out.read_text())
+    prior = Efficiencies(**{k: v for k, v in previous["parameters"].items() if k in Efficiencies.model_fields})
+    result = {**previous, **serving_fit(measurements(data)[0], prior, True, previous)}
+    atomic_write_json(out, result)
+    return result
 
 
 def probe_ratio_table() -> dict[str, Any]:

@@ -267,22 +267,42 @@ def regrets(pairs: Sequence[tuple[Row, float]]) -> dict[str, float]:
 # ------------------------------------------------------------------------------------------ serving
 
 
+# Quantized kernels of the serving probe that are not what engines run (probes.engine_linears): torch's int8
+# GEMM path measured 5x slower than bf16 in decode and 5x in prefill on an H100, the tinygemm int4 kernel 14x
+# slower in prefill. Their rows are kept as measurements but neither fit nor score the engine model.
+NOT_ENGINE_KERNELS = {"int8": ("prefill", "decode"), "int4": ("prefill",)}
+
+
 @dataclass(frozen=True)
 class ServeRow(_Measured):
     case: ServeCase
 
     @property
-    def target(self) -> tuple[float | None, float | None]:
-        # a decode the probe could not capture in a CUDA graph was timed eagerly: another quantity
-        graph = "CUDA graph failed" not in self.m.notes
-        return (self.m.measured.prefill_s, self.m.measured.decode_step_s if graph else None,
-                self.m.measured.e2e_output_tokens_per_s)
+    def target(self) -> tuple[float | None, float | None, float | None]:
+        """(prefill_s, decode_step_s, e2e tokens/s) that the engine model predicts; None where the run
+        measured something else (eager decode, a non-engine kernel)."""
+        m = self.m.measured
+        graph = "CUDA graph failed" not in self.m.notes  # an eager decode is another quantity
+        skip = NOT_ENGINE_KERNELS.get(self.case.weight_format or "", ())
+        if "fp8_scaling=rowwise-dynamic" in self.m.notes:  # the first FP8 sweep's slow path (probes.engine_linears)
+            skip = ("prefill", "decode")
+        return (None if "prefill" in skip else m.prefill_s,
+                m.decode_step_s if graph and "decode" not in skip else None,
+                m.e2e_output_tokens_per_s if not skip else None)
 
 
-def serving_rows(measurements: Sequence[Measurement]) -> list[ServeRow]:
+    @property
+    def peak_comparable(self) -> bool:
+        """The run's peak is the case's: its prefill ran (the sweep skips prefills above 32k tokens and times
+        decode over a cache it did not fill, whose peak lacks the prefill's activations)."""
+        m = self.m.measured
+        return bool(m.peak_mem_gib) and not m.oom and (m.prefill_s is not None or m.prefill_eager_s is not None)
+
+
+def serving_rows(measurements: Sequence[Measurement], include_oom: bool = False) -> list[ServeRow]:
     rows = []
     for m in measurements:
-        if m.case.get("task") != "serve" or m.measured.error or m.measured.oom:
+        if m.case.get("task") != "serve" or (m.measured.error and not m.measured.oom) or (m.measured.oom and not include_oom):
             continue
         try:
             case = parse_case(m.case)
@@ -293,30 +313,35 @@ def serving_rows(measurements: Sequence[Measurement]) -> list[ServeRow]:
 
 
 def fit_serving(rows: Sequence[ServeRow], prior: Efficiencies | None = None) -> ServingCorrection:
-    return ServingCorrection(prior=prior).fit([r.sample for r in rows], [r.target for r in rows])
+    from knowledge.efficiency import load_probe_ratios
+
+    rows = [r for r in rows if any(v for v in r.target)]
+    return ServingCorrection(prior=prior, ratio_table=load_probe_ratios()).fit([r.sample for r in rows], [r.target for r in rows])
 
 
 def held_out_serving(rows: Sequence[ServeRow], by: str, prior: Efficiencies | None = None) -> list[tuple[ServeRow, Any]]:
     """Each group's rows predicted (ServePrediction) by a serving fit on the other groups only."""
+    from knowledge.efficiency import load_probe_ratios
+    from models.calibration import from_fit
     from models.serving import predict_serving
 
     out = []
     for g in sorted({r.group(by) for r in rows}):
         train = [r for r in rows if r.group(by) != g]
-        if not train:
+        if not any(any(v for v in r.target) for r in train):
             continue
         eff = fit_serving(train, prior).efficiencies_
-        out += [(r, predict_serving(r.case, r.arch, r.platform, eff)) for r in rows if r.group(by) == g]
+        out += [(r, predict_serving(r.case, r.arch, r.platform, from_fit(r.platform, eff, None, load_probe_ratios())))
+                for r in rows if r.group(by) == g]
     return out
 
 
 def serving_errors(pairs: Sequence[tuple[ServeRow, Any]]) -> dict[str, dict[str, float]]:
-    """MAPE and n of prefill, decode step, end-to-end throughput and peak memory."""
-    fields = {"prefill_s": "prefill_s", "decode_step_s": "decode_step_s",
-              "e2e_output_tokens_per_s": "e2e_output_tokens_per_s", "peak_mem_gib": "peak_mem_gib"}
+    """MAPE and n of prefill, decode step and end-to-end throughput (engine-like runs only), peak memory."""
     out = {}
-    for name, attr in fields.items():
-        pm = [(getattr(p, attr), getattr(r.m.measured, attr)) for r, p in pairs if getattr(r.m.measured, attr) and getattr(p, attr)
-              and not (attr == "decode_step_s" and r.target[1] is None)]
+    for i, name in enumerate(("prefill_s", "decode_step_s", "e2e_output_tokens_per_s")):
+        pm = [(getattr(p, name), r.target[i]) for r, p in pairs if r.target[i] and getattr(p, name)]
         out[name] = {"n": len(pm), "mape": mape(pm)}
+    pm = [(p.peak_mem_gib, r.m.measured.peak_mem_gib) for r, p in pairs if r.peak_comparable]
+    out["peak_mem_gib"] = {"n": len(pm), "mape": mape(pm)}
     return out

@@ -19,7 +19,6 @@ from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, Tra
 from knowledge.schema import PlatformSpec
 from knowledge.fabrics import network_for
 from models.calibration import Calibration, check_profile, from_fit, from_profile, with_network
-from models.platform_factors import platform_values
 from models.training import predict_training
 
 Prediction = TrainPrediction | ServePrediction
@@ -73,14 +72,12 @@ def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitt
     return from_profile(platform, base, profile, lambda eff, prof, ratios: refit_on_profile(eff, prof, platform, ratios))
 
 
-def local_efficiencies(platform: PlatformSpec, eff: Efficiencies, profile: Profile | None = None) -> Efficiencies:
-    """Serving's efficiencies on ``platform``: the serving fit, the platform's learned factors, the probes."""
-    from models.roofline import apply_profile
-
-    base = Efficiencies(**platform_values(eff.model_dump(), platform, load_platform_factors()))
-    if profile is not None and check_profile(profile, platform):
-        profile = None  # a profile of another GPU says nothing about this one
-    return apply_profile(base, platform, profile)
+def serving_calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitted: Efficiencies | None = None,
+                            factors: dict[str, dict[str, float]] | None = None) -> Calibration:
+    """The calibration of a serving prediction: the same object as training's (probed ceilings, the profile's
+    measurements, the platform's learned factors) over the serving fit, which adds what only serving
+    exercises (weight streaming, KV reads, the CUDA-graph kernel floor, quantized and MoE kernels)."""
+    return calibration_for(platform, profile, fitted or load_efficiencies(task="serve"), factors)
 
 
 class Predictor:
@@ -104,6 +101,12 @@ class Predictor:
             self._calibrations[key] = calibration_for(platform, self.profile, self.efficiencies, self._factors)
         return self._calibrations[key]
 
+    def serving_calibration(self, platform: PlatformSpec) -> Calibration:
+        key = f"serve/{platform.id}/{platform.count}/{platform.host.model_dump_json()}"
+        if key not in self._calibrations:
+            self._calibrations[key] = serving_calibration_for(platform, self.profile, self.serving_efficiencies, self._factors)
+        return self._calibrations[key]
+
     def predict(self, case: TrainCase | ServeCase) -> Prediction:
         if case.nodes > 1 and not isinstance(case, TrainCase):
             raise AdvisorError(f"nodes={case.nodes}: serving across nodes is not modelled (one server only); "
@@ -119,10 +122,8 @@ class Predictor:
             return pred.model_copy(update={"network": network.label})
         from models.serving import predict_serving
 
-        if self.profile is not None and check_profile(self.profile, platform):
-            raise AdvisorError(f"--profile does not match: {check_profile(self.profile, platform)}")
-        serve_eff = local_efficiencies(platform, self.serving_efficiencies or load_efficiencies(task="serve"))
-        return predict_serving(case, arch, platform, serve_eff, self.profile, self._held_out.get("serve"))
+        return predict_serving(case, arch, platform, self.serving_calibration(platform), self._held_out.get("serve"))
+
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:
             return self.predict(case)

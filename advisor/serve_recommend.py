@@ -8,7 +8,7 @@ from rich.table import Table
 
 from advisor.output import console
 from advisor.train_recommend import plus_minus
-from advisor.predictor import local_efficiencies
+from advisor.predictor import serving_calibration_for
 from advisor.serve_search import recommend_serving
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import Efficiencies
@@ -34,8 +34,8 @@ def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile
 
     platform = resolve_platform(hardware, gpus)
     arch = resolve_model(model)
-    eff = local_efficiencies(platform, eff, profile)
-    items = recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len,
+    cal = serving_calibration_for(platform, profile, eff)
+    items = recommend_serving(arch, platform, cal, prompt_len=prompt_len, output_len=output_len,
                               max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, top=top,
                               max_tensor_parallel=gpus, rel_error=held_out_error().get("serve"))
     header = {"hardware": platform.id, "gpu": platform.gpu.name, "model": arch.name, "task": "serve",
@@ -52,7 +52,7 @@ def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile
         from models.serving import continuous_batching
 
         c = rows[0]["configuration"]
-        burst = continuous_batching(arch, platform, eff, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
+        burst = continuous_batching(arch, platform, cal, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
                                     kv_bits=c["kv_bits"], tensor_parallel=c["tensor_parallel"])
     if as_json:
         print(json.dumps({**header, "recommendations": rows, "nothing_fits": not rows, "burst": burst}, indent=2))

@@ -7,7 +7,8 @@ enumerated exhaustively: no sampler can miss the best point, and the ranking is 
 from __future__ import annotations
 
 from advisor.space import KV_BITS, WEIGHT_BITS
-from knowledge.efficiency import Efficiencies
+from knowledge.serving_formats import default_format
+from models.calibration import Calibration
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase, ServePrediction
 from models.serving import make_setup, max_batch, predict_serving
@@ -46,7 +47,7 @@ def _why(case: ServeCase, p: ServePrediction, limit: int, max_tpot_ms: float | N
             f"{case.kv_bits}-bit KV: {p.e2e_output_tokens_per_s:,.0f} output tok/s, {p.peak_mem_gib:.1f} GiB/GPU{regime}{meets}")
 
 
-def recommend_serving(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, *, prompt_len: int, output_len: int,
+def recommend_serving(arch: ModelArch, platform: PlatformSpec, cal: Calibration, *, prompt_len: int, output_len: int,
                       max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, top: int = 5,
                       max_tensor_parallel: int | None = None, rel_error: float | None = None) -> list[dict]:
     """The ``top`` configurations by end-to-end output tokens/s among those that fit and meet the limits.
@@ -64,12 +65,13 @@ def recommend_serving(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies
             continue
         for wb in WEIGHT_BITS:
             for kb in KV_BITS:
-                limit = max_batch(make_setup(arch, platform, eff, tp, wb, kb), prompt_len, prompt_len + output_len)
+                limit = max_batch(make_setup(arch, platform, cal, tp, default_format(wb, platform.gpu), kb), prompt_len,
+                                  prompt_len + output_len)
                 for b in _batch_options(limit):
                     case = ServeCase(id=f"b{b}-tp{tp}-w{wb}-kv{kb}", hardware=platform.id, model=arch.name, task="serve",
                                      batch_size=b, prompt_len=prompt_len, output_len=output_len, weight_bits=wb,
-                                     kv_bits=kb, tensor_parallel=tp)
-                    p = predict_serving(case, arch, platform, eff, None, rel_error)
+                                     kv_bits=kb, tensor_parallel=tp, replicas=1)
+                    p = predict_serving(case, arch, platform, cal, rel_error)
                     if not p.fits:
                         continue
                     if max_tpot_ms is not None and (p.tpot_s or 0.0) * 1e3 > max_tpot_ms:

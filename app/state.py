@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from advisor.cases import parse_case
-from advisor.predictor import Predictor, local_efficiencies
+from advisor.predictor import Predictor
 from knowledge.catalog import gpus, models, named_platforms, resolve_model, resolve_platform
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
 
@@ -136,15 +136,15 @@ def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, to
     try:
         platform = resolve_platform(hardware)
         arch = resolve_model(json.loads(model))
-        eff = local_efficiencies(platform, load_efficiencies(task="serve"))
-        items = recommend_serving(arch, platform, eff, prompt_len=prompt_len, output_len=output_len, top=top,
+        cal = predictor().serving_calibration(platform)
+        items = recommend_serving(arch, platform, cal, prompt_len=prompt_len, output_len=output_len, top=top,
                                   max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms)
         burst = None
         if requests and items:
             from models.serving import continuous_batching
 
             c = items[0]
-            burst = continuous_batching(arch, platform, eff, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
+            burst = continuous_batching(arch, platform, cal, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
                                         kv_bits=c["kv_bits"], tensor_parallel=c["tensor_parallel"])
         return {"items": items, "burst": burst}, None
     except ValueError as e:
@@ -160,9 +160,9 @@ def compare_mesh(hw_a: str, hw_b: str, model: str, phase: str, batches: tuple[in
     try:
         pa, pb = resolve_platform(hw_a), resolve_platform(hw_b)
         arch = resolve_model(json.loads(model))
-        eff = load_efficiencies(task="serve")
-        ratio, bound = comparison_mesh(arch, pa, pb, eff, list(batches), list(seqs), phase)
-        fits = fits_mesh(arch, pa, pb, eff, list(batches), list(seqs))
+        cal_for = Predictor().serving_calibration
+        ratio, bound = comparison_mesh(arch, pa, pb, cal_for, list(batches), list(seqs), phase)
+        fits = fits_mesh(arch, pa, pb, cal_for, list(batches), list(seqs))
     except ValueError as e:
         return None, one_line(e)
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()

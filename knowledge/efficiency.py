@@ -70,8 +70,18 @@ class Efficiencies(BaseModel):
     weight_stream_eff: float = _p(0.8, "prior: skinny decode GEMMs (GEMV) stream weights at ~75-90% of HBM peak (cuBLAS; TensorRT-LLM batch-1 decode)", 0.05, 1)
     kv_read_eff: float = _p(0.6, "prior: decode attention (SDPA / FlashDecoding) reads the KV cache at ~50-70% of HBM peak; few heads leave SMs idle", 0.05, 1)
     nf4_gemv_eff: float = _p(0.6, "prior: bitsandbytes' fused 4-bit GEMV (one token row) dequantizes in registers, ~50-70% of the 16-bit streaming rate", 0.05, 1)
+    graph_kernel_s: float = _p(2.5e-6, "prior: a kernel inside a CUDA graph costs ~2-4 µs however little it does (launch and drain between dependent kernels on H100)", 0, 1e-4)
+    prefill_attention_eff: float = _p(0.4, "prior: prefill attention (SDPA, causal) reaches ~30-50% of dense peak", 0.02, 1)
+    kv_expand_factor: float = _p(1.0, "passes over GQA K/V repeated to every query head in decode (prior between 0 in engines' paged kernels; and 2 for Hugging Face SDPA with a mask: a write and a read of the repeated copy); fitted", 0, 8)
+    moe_stream_eff: float = _p(0.6, "prior: routed-expert GEMMs stream their weights slower than dense ones (gather, per-expert launches)", 0.02, 1)
+    quant_gemm_eff: float = _p(0.7, "prior: FP8 / int8 GEMMs reach ~70% of their datasheet rate relative to bf16's large-GEMM efficiency", 0.05, 1)
+    int4_gemm_eff: float = _p(0.85, "prior: Marlin W4A16 GEMMs run near the 16-bit rate at large batch (Frantar et al. 2024, Marlin)", 0.05, 1)
+    int4_stream_eff: float = _p(0.85, "prior: W4A16 GEMV kernels stream packed weights ~80-90% as fast as 16-bit ones (dequantize in registers)", 0.05, 1)
+    tp_allreduce_latency_s: float = _p(20e-6, "prior: one small NCCL all-reduce inside a CUDA graph on NVLink, ~10-30 µs", 0, 1e-2)
+    prefill_act_hidden_bytes: float = _p(12.0, "bytes per token per hidden unit a prefill holds at its peak: residual, fp32 norm input, attention output", 0, 64)
+    prefill_act_mlp_bytes: float = _p(6.0, "bytes per token per MLP unit: gate and up outputs in bf16, the activation", 0, 64)
     decode_graph_overhead_s: float = _p(50e-6, "prior: replaying a CUDA-graph-captured decode step plus input copies and sync, ~20-100 µs", 0, 0.1)
-    generate_token_overhead_s: float = _p(1.5e-3, "prior: Hugging Face generate() per new token outside the forward: logits processors, stopping criteria, cache bookkeeping (~1-3 ms)", 0, 1)
+    generate_token_overhead_s: float = _p(0.3e-3, "prior: an engine's host work between decode steps (scheduling, sampling, next inputs), ~0.1-1 ms", 0, 1)
     e2e_kv_copy_factor: float = _p(2.0, "transformers DynamicCache appends with torch.cat: each generated token re-reads and re-writes the whole cache", 0, 4)
 
 
@@ -82,6 +92,7 @@ FITTED = (
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
+    "graph_kernel_s", "prefill_attention_eff", "moe_stream_eff", "quant_gemm_eff", "int4_stream_eff", "tp_allreduce_latency_s", "kv_expand_factor",
 )
 
 

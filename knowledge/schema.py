@@ -227,7 +227,7 @@ class ServeCase(_CaseBase):
     @model_validator(mode="before")
     @classmethod
     def _bits_from_format(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("weight_format") in FORMAT_BITS:
+        if isinstance(data, dict) and isinstance(data.get("weight_format"), str) and data["weight_format"] in FORMAT_BITS:
             bits = FORMAT_BITS[data["weight_format"]]
             if data.get("weight_bits") is None:
                 data = {**data, "weight_bits": bits}
@@ -316,6 +316,10 @@ class ServePrediction(BaseModel):
     interval: dict[str, tuple[float, float]] | None = None
     capacity_gib: float | None = None
     why_not_fits: str | None = None
+    engine: str | None = None  # the engine whose memory policy and launch line apply
+    weight_format: str | None = None  # resolved: bf16, fp8, int8, int4, bnb-int8, bnb-nf4
+    replicas: int | None = None  # data-parallel copies of the tensor-parallel group (resolved)
+    kv_cache_tokens: int | None = None  # tokens the engine's paged KV pool holds on one replica
 
 
 class ErrorLine(BaseModel):

@@ -1,15 +1,19 @@
 """The comparison mesh of two cards (LLMRoofline): time ratio over batch size x sequence length. Pure.
 
 Each cell is one GPU's predicted GPU time for one decode step (batch sequences at a KV length of seq)
-or one prefill (batch prompts of seq tokens), weights in 16-bit, no tensor parallelism. Framework
-overhead is left out on purpose: it belongs to the host and engine, not to the card.
+or one prefill (batch prompts of seq tokens), weights in 16-bit, no tensor parallelism, as the GPU runs it
+in a CUDA graph (the kernels' floor included; the engine's host work between steps left out).
 """
 
 from __future__ import annotations
 
-from knowledge.efficiency import Efficiencies
+from typing import Callable
+
 from knowledge.schema import ModelArch, PlatformSpec
+from models.calibration import Calibration
 from models.serving import make_setup, max_batch, pass_time
+
+CalFor = Callable[[PlatformSpec], Calibration]  # each card's own calibration (probed ceilings, its profile)
 
 Matrix = list[list[float]]
 BoundMatrix = list[list[tuple[str, str]]]  # ("compute" | "memory" for card A, same for card B)
@@ -17,17 +21,17 @@ FitsMatrix = list[list[tuple[bool, bool]]]  # (fits on card A, fits on card B)
 TIE = 0.02  # ratios within 2% of 1 are a draw
 
 
-def cell_time(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, batch: int, seq_len: int,
+def cell_time(arch: ModelArch, platform: PlatformSpec, cal: Calibration, batch: int, seq_len: int,
               phase: str = "decode") -> tuple[float, str]:
     """(seconds, "compute" or "memory") of one decode step at kv_len=seq_len or one prefill of seq_len."""
     if phase not in ("decode", "prefill"):
         raise ValueError(f"phase must be 'decode' or 'prefill', got {phase!r}")
-    s = make_setup(arch, platform, eff)
+    s = make_setup(arch, platform, cal)
     p = pass_time(s, batch, 1, seq_len, decode=True) if phase == "decode" else pass_time(s, batch, seq_len, 0, decode=False)
     return p.gpu_s, ("compute" if p.compute_share >= 0.5 else "memory")
 
 
-def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, eff: Efficiencies,
+def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, cal_for: CalFor,
                     batch_sizes: list[int], seq_lens: list[int], phase: str = "decode") -> tuple[Matrix, BoundMatrix]:
     """Rows = batch sizes, columns = sequence lengths. ratio = time_b / time_a (> 1: card A is faster)."""
     ratio: Matrix = []
@@ -35,8 +39,8 @@ def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: Platf
     for b in batch_sizes:
         r_row, b_row = [], []
         for s in seq_lens:
-            ta, ba = cell_time(arch, platform_a, eff, b, s, phase)
-            tb, bb = cell_time(arch, platform_b, eff, b, s, phase)
+            ta, ba = cell_time(arch, platform_a, cal_for(platform_a), b, s, phase)
+            tb, bb = cell_time(arch, platform_b, cal_for(platform_b), b, s, phase)
             r_row.append(tb / ta)
             b_row.append((ba, bb))
         ratio.append(r_row)
@@ -44,18 +48,18 @@ def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: Platf
     return ratio, bound
 
 
-def cell_fits(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, batch: int, seq_len: int) -> bool:
+def cell_fits(arch: ModelArch, platform: PlatformSpec, cal: Calibration, batch: int, seq_len: int) -> bool:
     """Do the 16-bit weights, ``batch`` sequences of KV cache at ``seq_len`` and the prefill transients fit one GPU?"""
-    return batch <= max_batch(make_setup(arch, platform, eff), seq_len, seq_len)
+    return batch <= max_batch(make_setup(arch, platform, cal), seq_len, seq_len)
 
 
-def fits_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, eff: Efficiencies,
+def fits_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, cal_for: CalFor,
               batch_sizes: list[int], seq_lens: list[int]) -> FitsMatrix:
     """Rows = batch sizes, columns = sequence lengths: (fits on A, fits on B). A cell that does not fit
     on a card has a time but no meaning there; the views mask it."""
     limits = {}
     for name, p in (("a", platform_a), ("b", platform_b)):
-        s = make_setup(arch, p, eff)
+        s = make_setup(arch, p, cal_for(p))
         limits[name] = {seq: max_batch(s, seq, seq) for seq in seq_lens}
     return [[(b <= limits["a"][seq], b <= limits["b"][seq]) for seq in seq_lens] for b in batch_sizes]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -161,10 +162,11 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
 ServeSample = tuple[ServeCase, ModelArch, PlatformSpec]
 
 # What the serving fit may move. They are applied to serving predictions only, so fitting them to
-# decode steps cannot disturb the training fit.
+# decode steps cannot disturb the training fit. The GEMM and attention terms start from training's values.
 SERVING_FITTED = (
-    "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "int8_matmul_slowdown",
-    "gemm_eff_max", "gemm_half_tokens", "attention_eff", "memory_eff", "kernel_time_s", "generate_token_overhead_s",
+    "weight_stream_eff", "kv_read_eff", "graph_kernel_s", "decode_graph_overhead_s", "prefill_attention_eff",
+    "moe_stream_eff", "quant_gemm_eff", "int4_stream_eff", "tp_allreduce_latency_s", "gemm_eff_max",
+    "gemm_half_tokens", "attention_eff", "memory_eff", "generate_token_overhead_s", "kv_expand_factor",
 )
 
 
@@ -172,22 +174,30 @@ class ServingCorrection(BaseEstimator, RegressorMixin):
     """Fit the serving efficiencies to measured prefill and decode-step times (log space, prior pull).
 
     ``y`` rows are (prefill_s, decode_step_s, e2e_output_tokens_per_s); any may be None.
-    ``predict`` returns the same triple.
+    ``predict`` returns the same triple. Predictions divide by the same probed ceilings as training
+    (``ratio_table``: what probed machines of each GPU generation achieved), so a profile later replaces
+    the ratios without correcting anything twice.
     """
 
-    def __init__(self, prior: Efficiencies | None = None, params: tuple[str, ...] = SERVING_FITTED, prior_weight: float = 0.1) -> None:
+    def __init__(self, prior: Efficiencies | None = None, params: tuple[str, ...] = SERVING_FITTED, prior_weight: float = 0.1,
+                 ratio_table: dict | None = None) -> None:
         self.prior = prior
         self.params = params
         self.prior_weight = prior_weight
+        self.ratio_table = ratio_table
 
-    @staticmethod
-    def _pairs(X: Sequence[ServeSample], values: dict[str, float]) -> np.ndarray:
+    def _pairs(self, X: Sequence[ServeSample], values: dict[str, float]) -> np.ndarray:
+        from models.calibration import from_fit
         from models.serving import predict_serving
 
         eff = Efficiencies.model_construct(**values)
+        cals: dict[str, Any] = {}
         out = np.empty((len(X), 3))
         for i, (c, a, p) in enumerate(X):
-            pred = predict_serving(c, a, p, eff)
+            key = f"{p.id}/{p.count}"
+            if key not in cals:
+                cals[key] = from_fit(p, eff, None, self.ratio_table)
+            pred = predict_serving(c, a, p, cals[key])
             out[i] = (pred.prefill_s, pred.decode_step_s, pred.e2e_output_tokens_per_s or np.nan)
         return out
 

@@ -1,15 +1,21 @@
-"""A serving prediction: per-operator roofline of prefill and decode, KV-cache memory. Pure functions.
+"""A serving prediction as an engine runs it: per-operator roofline of prefill and decode, paged KV memory.
 
 Every operator of one decoder layer (7 projections, attention, elementwise) takes max(FLOPs / compute
 ceiling, bytes / bandwidth) on one GPU of the tensor-parallel group (LLM-Viewer's method), times the
-layers, plus the LM head, the tensor-parallel all-reduces and the framework overhead. Efficiencies are
-capped at 1, so no prediction beats the pure roofline.
+layers, plus the LM head, the tensor-parallel all-reduces, and the kernels' own floor: inside a CUDA graph
+each kernel still costs a few microseconds however little it does, which is most of a small decode step.
+Ceilings and efficiencies come from the one ``Calibration`` object training uses (probed ceilings, a
+profile's measurements); the serving fit only adds what serving alone exercises (weight streaming, KV
+reads, the graph kernel floor, quantized kernels, MoE experts).
 
-What the timings mean follows the serving probe (``probes/serve_step.py``): ``decode_step_s`` is one
-CUDA-graph-captured step on a static cache (GPU time + a small replay overhead); ``e2e`` is Hugging Face
-``generate()``, eager, whose DynamicCache copies the whole cache every token. Quantized weights are
-bitsandbytes': NF4 uses a fused GEMV only for a single token row and dequantizes the whole weight first
-otherwise; LLM.int8 is slower than bf16 by ``int8_matmul_slowdown``.
+What the timings mean (``probes/serve_sweep.py`` measures the same): ``prefill_s`` is the forward over the
+prompts of one replica's sequences, graph-captured (engines compile or capture it, so host dispatch does
+not show); ``decode_step_s`` one CUDA-graph step of those sequences; an engine's per-step host work
+(scheduling, sampling) is added between steps end to end. Weight formats are engines' (FP8 / int8 W8A8 on
+the tensor cores, int4 W4A16 Marlin-class), bitsandbytes only when named (``knowledge.serving_formats``).
+
+Placement: ``replicas`` copies of a ``tensor_parallel``-GPU engine; the case's ``batch_size`` concurrent
+sequences spread over the replicas, which step together, so throughputs are the whole deployment's.
 """
 
 from __future__ import annotations
@@ -18,21 +24,22 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
+from knowledge.engines import ENGINES
 from knowledge.errors import AdvisorError
-from knowledge.schema import ModelArch, PlatformSpec, Profile, ServeBreakdown, ServeCase, ServePrediction
+from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
+from knowledge.serving_formats import FORMATS, WeightFormat, default_format, unsupported
 from knowledge.units import GiB
 from models.architecture import attention_flops, linears, param_counts
+from models.calibration import Calibration
 from models.memory import usable_gib
-from models.roofline import apply_profile, ceilings
-from models.training import round_down, round_up
-from models.setup import QUANT_BYTES
 from models.operators import gemm_efficiency
 from models.roofline import Ceilings
-from models.step_time import KERNELS_PER_LAYER_FWD, KERNELS_PER_QUANT_LINEAR, soft_max as _soft_max
+from models.step_time import KERNELS_PER_LAYER_FWD
+from models.training import round_down, round_up
 
-QUANT_NAME = {16: "none", 8: "int8", 4: "nf4"}
 COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")  # output split over TP ranks
 KERNELS_HEAD = 20  # final norm, LM head, slicing, sampling
+KERNELS_PER_EXPERT = 8  # routing gather, three GEMMs, activation, weighting, scatter-add of one expert
 INTEGRATION_POINTS = 17  # decode time is piecewise linear in kv_len: a few points integrate it closely
 
 
@@ -40,11 +47,18 @@ INTEGRATION_POINTS = 17  # decode time is piecewise linear in kv_len: a few poin
 class ServeSetup:
     arch: ModelArch
     platform: PlatformSpec
-    eff: Efficiencies
-    c: Ceilings
+    cal: Calibration
     tp: int
-    weight_bits: int
+    fmt: WeightFormat
     kv_bits: int
+
+    @property
+    def eff(self) -> Efficiencies:
+        return self.cal.eff
+
+    @property
+    def c(self) -> Ceilings:
+        return self.cal.ceilings
 
     @property
     def kv_heads_per_gpu(self) -> int:
@@ -55,6 +69,20 @@ class ServeSetup:
     def kv_bytes_per_token_layer(self) -> float:
         """K and V of one token in one layer on one GPU."""
         return 2.0 * self.kv_heads_per_gpu * self.arch.head_size * self.kv_bits / 8
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        return self.arch.num_hidden_layers * self.kv_bytes_per_token_layer
+
+    @property
+    def quant_flops(self) -> float:
+        """The tensor-core rate the projections run at: FP8 / int8 GEMMs at their own (datasheet-scaled) rate."""
+        g = self.platform.gpu
+        if self.fmt.compute == "fp8" and g.fp8_tflops:
+            return self.c.matmul_flops * g.fp8_tflops / g.matmul_tflops
+        if self.fmt.compute == "int8" and g.int8_tops:
+            return self.c.matmul_flops * g.int8_tops / g.matmul_tflops
+        return self.c.matmul_flops
 
 
 @dataclass(frozen=True)
@@ -80,27 +108,55 @@ class PassTime:
     """One forward pass (a prefill or one decode step) on one GPU, seconds."""
 
     compute_bound_s: float  # operators limited by FLOPs
-    weights_s: float  # memory-bound operators streaming weights (and elementwise activations)
+    weights_s: float  # memory-bound operators streaming weights
     kv_s: float  # memory-bound attention over the KV cache
     communication_s: float
-    kernels: float  # launches an eager framework issues
+    kernels: float  # kernels one pass runs
+    floor_s: float  # those kernels' own floor inside a graph
+    elementwise_s: float = 0.0  # norms, RoPE, SwiGLU, residuals: bytes over bandwidth
+
+    @property
+    def small_kernels_s(self) -> float:
+        """The many small kernels (elementwise, bookkeeping) take their bytes' time or their floor, whichever
+        is longer: at decode the floor, at a long prefill the bytes. The big GEMMs' floors are negligible."""
+        return max(self.elementwise_s, self.floor_s)
 
     @property
     def gpu_s(self) -> float:
-        return self.compute_bound_s + self.weights_s + self.kv_s + self.communication_s
+        return self.compute_bound_s + self.weights_s + self.kv_s + self.communication_s + self.small_kernels_s
 
     @property
     def compute_share(self) -> float:
         return self.compute_bound_s / self.gpu_s if self.gpu_s > 0 else 0.0
 
 
-def make_setup(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, tp: int = 1, weight_bits: int = 16,
+def resolve_format(case: ServeCase, gpu) -> WeightFormat:
+    name = case.weight_format or default_format(case.weight_bits, gpu)
+    why = unsupported(name, gpu)
+    if why:
+        raise AdvisorError(f"weight_format={name!r}: {why}")
+    return FORMATS[name]
+
+
+def replicas_of(case: ServeCase, platform: PlatformSpec) -> int:
+    """Data-parallel copies: the case's, else every GPU of the platform in groups of ``tensor_parallel``."""
+    tp = case.tensor_parallel
+    if tp > platform.count:
+        raise AdvisorError(f"tensor_parallel={tp} exceeds the {platform.count} GPUs of {platform.id!r}")
+    r = case.replicas or max(1, platform.count // tp)
+    if r * tp > platform.count:
+        raise AdvisorError(f"replicas={r} x tensor_parallel={tp} needs {r * tp} GPUs; {platform.id!r} has {platform.count}")
+    return r
+
+
+def make_setup(arch: ModelArch, platform: PlatformSpec, cal: Calibration, tp: int = 1, fmt: str | WeightFormat = "bf16",
                kv_bits: int = 16) -> ServeSetup:
     if tp > platform.count:
         raise AdvisorError(f"tensor_parallel={tp} exceeds the {platform.count} GPUs of {platform.id!r}")
     if arch.num_attention_heads % tp:
         raise AdvisorError(f"tensor_parallel={tp} does not divide the {arch.num_attention_heads} attention heads of {arch.name}")
-    return ServeSetup(arch, platform, eff, ceilings(platform, eff), tp, weight_bits, kv_bits)
+    wf = FORMATS[fmt] if isinstance(fmt, str) else fmt
+    return ServeSetup(arch, platform, cal, tp, wf, kv_bits)
 
 
 def expected_experts(experts: int, top_k: int, tokens: float) -> float:
@@ -111,7 +167,7 @@ def expected_experts(experts: int, top_k: int, tokens: float) -> float:
 
 
 def _linear_ops(s: ServeSetup, tokens: float, decode: bool) -> list[Op]:
-    a, e, c, t = s.arch, s.eff, s.c, s.tp
+    a, e, c, t, f = s.arch, s.eff, s.c, s.tp, s.fmt
     bw = c.memory_bps
     ops = []
     for lin in linears(a):
@@ -121,20 +177,26 @@ def _linear_ops(s: ServeSetup, tokens: float, decode: bool) -> list[Op]:
         routed = lin.tokens_fraction * lin.experts  # each token visits top-k experts
         split_in, split_out = (1, t) if lin.name in COLUMN_PARALLEL else (t, 1)
         act = 2.0 * tokens * routed * (lin.in_features / split_in + lin.out_features / split_out)
+        stream = bw * e.weight_stream_eff * (e.moe_stream_eff if lin.experts > 1 else 1.0)
         # decode: the skinny GEMM's small-M slowness *is* its memory-boundedness, modelled by the bytes
         # term, so compute runs at the large-GEMM ceiling; prefill uses the fitted small-M curve
         ce = e.gemm_eff_max if decode else gemm_efficiency(tokens * lin.tokens_fraction, e)
-        compute = flops / (c.matmul_flops * ce)
-        if s.weight_bits == 16:
-            ops.append(Op(compute, (params * 2.0 + act) / (bw * e.weight_stream_eff), "weights"))
-        elif s.weight_bits == 4 and tokens == 1:  # bitsandbytes' fused gemv_4bit reads NF4 directly
-            mem = (params * QUANT_BYTES["nf4"] + act) / (bw * e.weight_stream_eff * e.nf4_gemv_eff)
-            ops.append(Op(compute, mem, "weights"))
-        elif s.weight_bits == 4:  # dequantize the whole weight to bf16, then a bf16 GEMM
+        if f.name == "bf16":
+            ops.append(Op(flops / (c.matmul_flops * ce), (params * 2.0 + act) / stream, "weights"))
+        elif f.name in ("fp8", "int8"):
+            compute = flops / (s.quant_flops * ce * e.quant_gemm_eff)
+            ops.append(Op(compute, (params * f.bytes_per_weight + act) / stream, "weights"))
+        elif f.name == "int4":  # W4A16: packed weights streamed, dequantized in registers, 16-bit MMA
+            compute = flops / (c.matmul_flops * ce * e.int4_gemm_eff)
+            ops.append(Op(compute, (params * f.bytes_per_weight + act) / (stream * e.int4_stream_eff), "weights"))
+        elif f.name == "bnb-nf4" and tokens == 1:  # bitsandbytes' fused gemv_4bit reads NF4 directly
+            ops.append(Op(flops / (c.matmul_flops * ce), (params * f.bytes_per_weight + act) / (stream * e.nf4_gemv_eff), "weights"))
+        elif f.name == "bnb-nf4":  # dequantize the whole weight to bf16, then a bf16 GEMM
             dequant = params * e.dequant_bytes_per_param / (bw * e.memory_eff)
-            ops.append(Op(compute, (params * 2.0 + act) / (bw * e.weight_stream_eff), "weights", dequant))
+            ops.append(Op(flops / (c.matmul_flops * ce), (params * 2.0 + act) / stream, "weights", dequant))
         else:  # LLM.int8: int8 weights, but quantize/outlier/dequantize kernels make it slower overall
-            mem = (params * QUANT_BYTES["int8"] + act) / (bw * e.weight_stream_eff)
+            compute = flops / (c.matmul_flops * ce)
+            mem = (params * f.bytes_per_weight + act) / stream
             ops.append(Op(compute * e.int8_matmul_slowdown, mem * e.int8_matmul_slowdown, "weights"))
     return ops
 
@@ -146,7 +208,15 @@ def _elementwise_bytes_per_token(s: ServeSetup) -> float:
     return 2 * 20.0 * a.hidden_size + 12.0 * (hq + kv) + 2 * 6.0 * a.hidden_size + 10.0 * a.intermediate_size * a.num_experts_per_tok / t
 
 
-def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool, kv_copy: float = 0.0) -> list[Op]:
+def expanded_kv_bytes_per_token_layer(s: ServeSetup) -> float:
+    """K and V repeated to every query head of one GPU, 16-bit; 0 when there is nothing to repeat (MHA)."""
+    a = s.arch
+    if a.num_key_value_heads >= a.num_attention_heads:
+        return 0.0
+    return 2.0 * a.num_attention_heads / s.tp * a.head_size * 2.0
+
+
+def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool) -> list[Op]:
     """One decoder layer on one GPU: ``batch`` sequences each adding ``new_tokens`` to a cache of ``kv_len``."""
     a, e, c = s.arch, s.eff, s.c
     tokens = batch * new_tokens
@@ -155,13 +225,17 @@ def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: b
     kv_tok = s.kv_bytes_per_token_layer
     if decode:
         flops = 4.0 * batch * kv_len * hq  # QK^T and AV for one query per sequence
-        kv_read = batch * kv_len * kv_tok * (1.0 + kv_copy)  # kv_copy: DynamicCache's torch.cat
-        mem = kv_read / (c.memory_bps * e.kv_read_eff) + (4.0 * tokens * hq + tokens * kv_tok) / (c.memory_bps * e.memory_eff)
+        kv_read = batch * kv_len * kv_tok
+        # a runtime that repeats grouped K/V heads to the query heads before attention (Hugging Face's SDPA
+        # path with a mask) writes and re-reads the expanded copy: kv_expand_factor passes over it
+        expand = batch * kv_len * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor
+        mem = (kv_read / (c.memory_bps * e.kv_read_eff) + expand / (c.memory_bps * e.memory_eff)
+               + (4.0 * tokens * hq + tokens * kv_tok) / (c.memory_bps * e.memory_eff))
         ops.append(Op(flops / (c.matmul_flops * e.attention_eff), mem, "kv"))
     else:
         flops = attention_flops(a, batch, new_tokens, causal_skip=True) / s.tp
         mem = (2.0 * tokens * (2 * hq + 2 * s.kv_heads_per_gpu * a.head_size) + tokens * kv_tok) / (c.memory_bps * e.memory_eff)
-        ops.append(Op(flops / (c.matmul_flops * e.attention_eff), mem, "kv"))
+        ops.append(Op(flops / (c.matmul_flops * e.prefill_attention_eff), mem, "kv"))
     ops.append(Op(0.0, _elementwise_bytes_per_token(s) * tokens / (c.memory_bps * e.memory_eff), "act"))
     return ops
 
@@ -175,37 +249,45 @@ def _head_op(s: ServeSetup, rows: int) -> Op:
     return Op(compute, mem, "weights")
 
 
-def pass_time(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool, kv_copy: float = 0.0) -> PassTime:
-    """A whole forward on one GPU: layers x one layer's operators + LM head + TP all-reduces."""
+def kernels_per_pass(s: ServeSetup, tokens: float) -> float:
+    """Kernels of one forward: the layer's own, quantize steps, routed experts' loops, all-reduces, the head."""
+    a = s.arch
+    per_layer = KERNELS_PER_LAYER_FWD + s.fmt.extra_kernels_per_linear * 7 + 2 * (s.tp > 1)
+    if a.is_moe:
+        per_layer += KERNELS_PER_EXPERT * expected_experts(a.num_local_experts, a.num_experts_per_tok, tokens)
+    return per_layer * a.num_hidden_layers + KERNELS_HEAD
+
+
+def pass_time(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool) -> PassTime:
+    """A whole forward on one GPU: layers x one layer's operators + LM head + TP all-reduces + kernel floor."""
     L = s.arch.num_hidden_layers
-    ops = [(op, L) for op in layer_ops(s, batch, new_tokens, kv_len, decode, kv_copy)] + [(_head_op(s, batch), 1)]
-    comp = sum(op.time_s * n for op, n in ops if op.compute_bound)
-    weights = sum(op.time_s * n for op, n in ops if not op.compute_bound and op.kind != "kv")
+    ops = [(op, L) for op in layer_ops(s, batch, new_tokens, kv_len, decode)] + [(_head_op(s, batch), 1)]
+    comp = sum(op.time_s * n for op, n in ops if op.compute_bound and op.kind != "act")
+    weights = sum(op.time_s * n for op, n in ops if not op.compute_bound and op.kind == "weights")
     kv = sum(op.time_s * n for op, n in ops if not op.compute_bound and op.kind == "kv")
+    elementwise = sum(op.time_s * n for op, n in ops if op.kind == "act")
     comm = 0.0
     if s.tp > 1:
         if s.c.link_bps <= 0:
             raise AdvisorError(f"tensor_parallel={s.tp} needs a GPU link on {s.platform.id!r}")
         msg = batch * new_tokens * s.arch.hidden_size * 2.0
         ring = 2.0 * (s.tp - 1) / s.tp * msg / (s.c.link_bps * s.c.link_eff)
-        comm = 2 * L * (ring + s.eff.collective_latency_s)  # after attention and after the MLP
-    per_layer = KERNELS_PER_LAYER_FWD + KERNELS_PER_QUANT_LINEAR * 7 * (s.weight_bits != 16) + 2 * (s.tp > 1)
-    return PassTime(comp, weights, kv, comm, per_layer * L + KERNELS_HEAD)
+        comm = 2 * L * (ring + s.eff.tp_allreduce_latency_s)  # after attention and after the MLP
+    kernels = kernels_per_pass(s, batch * new_tokens)
+    return PassTime(comp, weights, kv, comm, kernels, kernels * s.eff.graph_kernel_s, elementwise)
 
 
-def eager_s(p: PassTime, eff: Efficiencies) -> float:
-    """An eager forward: GPU work and the CPU's kernel dispatch overlap; the slower one shows."""
-    return _soft_max(p.gpu_s, p.kernels * eff.kernel_time_s)
+def graph_s(p: PassTime, eff: Efficiencies) -> float:
+    """A graph-replayed forward: the GPU's time plus the replay's own (launch, input copies, sync)."""
+    return p.gpu_s + eff.decode_graph_overhead_s
 
 
-def decode_graph_s(s: ServeSetup, batch: int, kv_len: int) -> float:
-    return pass_time(s, batch, 1, kv_len, decode=True).gpu_s + s.eff.decode_graph_overhead_s
+def decode_step_s(s: ServeSetup, batch: int, kv_len: int) -> float:
+    return graph_s(pass_time(s, batch, 1, kv_len, decode=True), s.eff)
 
 
-def decode_generate_s(s: ServeSetup, batch: int, kv_len: int) -> float:
-    """One token of an eager generate() loop (DynamicCache copy, Python per-token work)."""
-    p = pass_time(s, batch, 1, kv_len, decode=True, kv_copy=s.eff.e2e_kv_copy_factor)
-    return eager_s(p, s.eff) + s.eff.generate_token_overhead_s
+def prefill_s(s: ServeSetup, batch: int, prompt_len: int) -> float:
+    return graph_s(pass_time(s, batch, prompt_len, 0, decode=False), s.eff)
 
 
 def mean_decode_s(step, first_kv: int, steps: int) -> float:
@@ -221,30 +303,42 @@ def mean_decode_s(step, first_kv: int, steps: int) -> float:
 
 
 def weight_bytes(s: ServeSetup) -> float:
-    """Per GPU: decoder projections at the weight format, embeddings, head and norms in 16-bit."""
+    """Per GPU: decoder projections in the weight format, embeddings, head and norms in 16-bit."""
     pc = param_counts(s.arch)
-    return (pc.decoder_linear * QUANT_BYTES[QUANT_NAME[s.weight_bits]] + pc.non_linear * 2.0) / s.tp
+    return (pc.decoder_linear * s.fmt.bytes_per_weight + pc.non_linear * 2.0) / s.tp
 
 
 def activation_bytes_per_seq(s: ServeSetup, prompt_len: int) -> float:
-    """Prefill transients of one layer per sequence: fp32 norm input, q/k/v, SwiGLU, last-row logits."""
-    a, t = s.arch, s.tp
+    """Prefill transients of one layer per sequence: norm input, q/k/v, the MLP's intermediate, last-row logits."""
+    a, t, e = s.arch, s.tp, s.eff
     hq, kv = a.num_attention_heads * a.head_size, s.kv_heads_per_gpu * a.head_size
-    per_token = 12.0 * a.hidden_size + 4.0 * (hq / t + 2 * kv) + 6.0 * a.intermediate_size * a.num_experts_per_tok / t
+    per_token = e.prefill_act_hidden_bytes * a.hidden_size + 4.0 * (hq / t + 2 * kv) \
+        + e.prefill_act_mlp_bytes * a.intermediate_size * a.num_experts_per_tok / t
     return prompt_len * per_token + 6.0 * a.vocab_size / t
 
 
 def fixed_bytes(s: ServeSetup) -> float:
-    """Weights + workspace + the bf16 copy NF4 dequantizes one projection into."""
+    """Weights + workspace + the bf16 copy bitsandbytes NF4 dequantizes one projection into."""
     largest = max(lin.in_features * lin.out_features for lin in linears(s.arch)) / s.tp
-    return weight_bytes(s) + s.eff.workspace_gib * GiB + (2.0 * largest if s.weight_bits == 4 else 0.0)
+    return weight_bytes(s) + s.eff.workspace_gib * GiB + (2.0 * largest if s.fmt.name == "bnb-nf4" else 0.0)
 
 
 def max_batch(s: ServeSetup, prompt_len: int, context_len: int) -> int:
-    """Largest batch whose KV cache (at ``context_len``) and prefill transients fit beside the weights."""
+    """Largest batch (one replica) whose KV cache (at ``context_len``) and prefill transients fit beside the weights."""
     free = usable_gib(s.platform.gpu.memory_gib, s.eff) * GiB - fixed_bytes(s)
-    per_seq = context_len * s.arch.num_hidden_layers * s.kv_bytes_per_token_layer + activation_bytes_per_seq(s, prompt_len)
+    per_seq = context_len * s.kv_bytes_per_token + activation_bytes_per_seq(s, prompt_len)
     return max(0, int(free // per_seq))
+
+
+def engine_kv_tokens(s: ServeSetup, engine: str, chunk_tokens: int) -> int:
+    """Tokens the engine's paged KV pool holds on one replica: its memory fraction less weights and the
+    activation peak of one scheduled chunk (``chunk_tokens`` of prefill), in whole blocks."""
+    e = ENGINES[engine]
+    cap = s.platform.gpu.memory_gib * GiB
+    used = fixed_bytes(s) + activation_bytes_per_seq(s, chunk_tokens)
+    pool = e.memory_fraction * (cap - used) if e.of_free else e.memory_fraction * cap - used
+    blocks = int(max(0.0, pool) // (s.kv_bytes_per_token * e.kv_block_tokens))
+    return blocks * e.kv_block_tokens
 
 
 # --- predictions ----------------------------------------------------------------------------------
@@ -256,72 +350,85 @@ def _interval(values: dict[str, float | None], rel: float | None) -> dict[str, t
     return {k: (v / (1 + rel), v * (1 + rel)) for k, v in values.items() if v is not None}
 
 
-def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, eff: Efficiencies,
-                    profile: Profile | None = None, rel_error: float | None = None) -> ServePrediction:
-    """Predict one serving case. ``rel_error`` (held-out MAPE) widens the intervals."""
-    eff = apply_profile(eff, platform, profile)
-    s = make_setup(arch, platform, eff, case.tensor_parallel, case.weight_bits, case.kv_bits)
+CHUNK_TOKENS = 8192  # vLLM's max_num_batched_tokens under chunked prefill on large GPUs
+
+
+def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, cal: Calibration,
+                    rel_error: float | None = None) -> ServePrediction:
+    """Predict one serving case on ``cal`` (the platform's calibration). ``rel_error`` widens the intervals."""
+    eff = cal.eff
+    fmt = resolve_format(case, platform.gpu)
+    r = replicas_of(case, platform)
+    s = make_setup(arch, platform, cal, case.tensor_parallel, fmt, case.kv_bits)
     B, P, kv = case.batch_size, case.prompt_len, case.kv_len_effective
-    pre = pass_time(s, B, P, 0, decode=False)
-    prefill_s = eager_s(pre, eff)
-    dec = pass_time(s, B, 1, kv, decode=True)
-    decode_s = dec.gpu_s + eff.decode_graph_overhead_s
+    b = math.ceil(B / r)  # sequences on the busiest replica; the replicas step together
+    pre = pass_time(s, b, P, 0, decode=False)
+    prefill = graph_s(pre, eff)
+    dec = pass_time(s, b, 1, kv, decode=True)
+    decode = graph_s(dec, eff)
     ttft = tpot = e2e = None
     if case.output_len:
-        # the prefill yields the first token; output_len - 1 generate steps follow at growing kv_len
-        # decode steps replayed from a CUDA graph on a static cache, as an optimised engine (and our
-        # probe, probes.serve_step) runs them
+        # the prefill yields the first token; output_len - 1 decode steps follow at growing kv_len, each with
+        # the engine's host work between steps (scheduling, sampling)
         steps = case.output_len - 1
-        tpot = mean_decode_s(lambda k: decode_graph_s(s, B, k), P + 1, steps) if steps else decode_graph_s(s, B, P)
-        ttft = prefill_s
-        # plus the host's work between steps (sampling, the next input), a fitted per-step overhead
-        e2e = B * case.output_len / (prefill_s + steps * (tpot + eff.generate_token_overhead_s))
+        tpot = (mean_decode_s(lambda k: decode_step_s(s, b, k), P + 1, steps) if steps else decode) + eff.generate_token_overhead_s
+        ttft = prefill
+        e2e = B * case.output_len / (prefill + steps * tpot)
     context = max(kv + 1, P + (case.output_len or 0))
-    w, kv_b, act = weight_bytes(s), B * context * arch.num_hidden_layers * s.kv_bytes_per_token_layer, B * activation_bytes_per_seq(s, P)
+    w, kv_b = weight_bytes(s), b * context * s.kv_bytes_per_token
+    # the larger transient: the prefill's activations, or a decode step's repeated K/V of one layer
+    act = max(b * activation_bytes_per_seq(s, P), b * (kv + 1) * expanded_kv_bytes_per_token_layer(s) * min(1.0, eff.kv_expand_factor))
     peak = fixed_bytes(s) + kv_b + act
     cap = usable_gib(platform.gpu.memory_gib, eff)
     fits = peak / GiB <= cap
     why = None if fits else f"needs {round_up(peak / GiB)} GiB per GPU, {round_down(cap)} GiB usable of {platform.gpu.memory_gib:.1f}"
     bd = ServeBreakdown(
-        prefill_compute_s=pre.compute_bound_s, prefill_memory_s=pre.weights_s + pre.kv_s,
+        prefill_compute_s=pre.compute_bound_s, prefill_memory_s=pre.weights_s + pre.kv_s + pre.small_kernels_s,
         decode_weights_s=dec.weights_s, decode_kv_s=dec.kv_s, decode_compute_s=dec.compute_bound_s,
-        communication_s=dec.communication_s, overhead_s=eff.decode_graph_overhead_s,
+        communication_s=dec.communication_s, overhead_s=dec.small_kernels_s + eff.decode_graph_overhead_s,
         weights_gib=w / GiB, kv_cache_gib=kv_b / GiB, activations_gib=act / GiB,
     )
-    tps = B / decode_s
+    tps = B / decode
     return ServePrediction(
-        id=case.id, prefill_s=prefill_s, decode_step_s=decode_s, decode_tokens_per_s=tps,
+        id=case.id, prefill_s=prefill, decode_step_s=decode, decode_tokens_per_s=tps,
         e2e_output_tokens_per_s=e2e, ttft_s=ttft, tpot_s=tpot, peak_mem_gib=peak / GiB, fits=fits,
-        max_batch_size=max_batch(s, P, context), breakdown=bd, capacity_gib=platform.gpu.memory_gib, why_not_fits=why,
-        interval=_interval({"prefill_s": prefill_s, "decode_step_s": decode_s, "decode_tokens_per_s": tps,
+        max_batch_size=max_batch(s, P, context) * r, breakdown=bd, capacity_gib=platform.gpu.memory_gib, why_not_fits=why,
+        engine=case.engine, weight_format=fmt.name, replicas=r,
+        kv_cache_tokens=engine_kv_tokens(s, case.engine, min(CHUNK_TOKENS, max(P, 1))),
+        interval=_interval({"prefill_s": prefill, "decode_step_s": decode, "decode_tokens_per_s": tps,
                             "e2e_output_tokens_per_s": e2e}, rel_error),
     )
 
 
-def continuous_batching(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, n_requests: int, prompt_len: int,
+def continuous_batching(arch: ModelArch, platform: PlatformSpec, cal: Calibration, n_requests: int, prompt_len: int,
                         output_len: int, max_batch_size: int | None = None, *, weight_bits: int = 16, kv_bits: int = 16,
-                        tensor_parallel: int = 1, cuda_graph: bool = True) -> dict:
-    """``n_requests`` identical requests arriving at once, served with continuous batching.
+                        tensor_parallel: int = 1, weight_format: str | None = None, replicas: int | None = None) -> dict:
+    """``n_requests`` identical requests arriving at once, served with continuous batching by every replica.
 
-    The running batch is the memory limit (or ``max_batch_size`` if smaller). Identical requests finish
+    Each replica runs up to the memory limit (or ``max_batch_size`` if smaller). Identical requests finish
     together, so a new wave is admitted when one completes: waves of prefill + (output_len - 1) decode
-    steps. ``cuda_graph`` = decode steps captured in graphs (vLLM-style engines) rather than eager.
+    steps. TTFT counts the queueing of later waves; TPOT is the mean time between output tokens.
     """
     if n_requests < 1 or prompt_len < 1 or output_len < 1:
         raise AdvisorError("n_requests, prompt_len and output_len must be at least 1")
-    s = make_setup(arch, platform, eff, tensor_parallel, weight_bits, kv_bits)
+    case = ServeCase(id="load", hardware=platform.id, model=arch.name, task="serve", weight_bits=weight_bits,
+                     weight_format=weight_format, kv_bits=kv_bits, tensor_parallel=tensor_parallel, replicas=replicas)
+    fmt = resolve_format(case, platform.gpu)
+    r = replicas_of(case, platform)
+    s = make_setup(arch, platform, cal, tensor_parallel, fmt, kv_bits)
     limit = max_batch(s, prompt_len, prompt_len + output_len)
     if limit < 1:
         raise AdvisorError(f"{arch.name} with one {prompt_len}+{output_len}-token request does not fit on {platform.id!r}")
-    batch = min(limit, n_requests, max_batch_size or limit)
-    step = (lambda b, k: decode_graph_s(s, b, k)) if cuda_graph else (lambda b, k: decode_generate_s(s, b, k))
-    def wave_s(b: int) -> tuple[float, float]:
-        prefill = eager_s(pass_time(s, b, prompt_len, 0, decode=False), eff)
-        steps = output_len - 1
-        per_step = eff.generate_token_overhead_s if cuda_graph else 0.0  # host work between replays
-        return prefill, (steps * (mean_decode_s(lambda k: step(b, k), prompt_len + 1, steps) + per_step) if steps else 0.0)
+    per_replica = math.ceil(n_requests / r)
+    batch = min(limit, per_replica, max_batch_size or limit)
+    eff = cal.eff
 
-    full, rest = divmod(n_requests, batch)
+    def wave_s(b: int) -> tuple[float, float]:
+        steps = output_len - 1
+        tpot = mean_decode_s(lambda k: decode_step_s(s, b, k), prompt_len + 1, steps) + eff.generate_token_overhead_s
+        return prefill_s(s, b, prompt_len), (steps * tpot if steps else 0.0)
+
+    full, rest = divmod(per_replica, batch)
     t, ttft_sum = 0.0, 0.0
     for b, count in ((batch, full), (rest, 1 if rest else 0)):
         if not count:
@@ -331,9 +438,9 @@ def continuous_batching(arch: ModelArch, platform: PlatformSpec, eff: Efficienci
         ttft_sum += b * (count * t + (prefill + decode) * count * (count - 1) / 2 + count * prefill)
         t += count * (prefill + decode)
     waves = full + (1 if rest else 0)
-    tpot = mean_decode_s(lambda k: step(batch, k), prompt_len + 1, max(output_len - 1, 1))
+    tpot = mean_decode_s(lambda k: decode_step_s(s, batch, k), prompt_len + 1, max(output_len - 1, 1)) + eff.generate_token_overhead_s
     return {
-        "batch_size": batch, "memory_limited_batch": limit, "waves": waves, "total_s": t,
+        "batch_size": batch, "memory_limited_batch": limit, "waves": waves, "total_s": t, "replicas": r,
         "output_tokens_per_s": n_requests * output_len / t, "requests_per_s": n_requests / t,
-        "mean_ttft_s": ttft_sum / n_requests, "tpot_s": tpot,
+        "mean_ttft_s": ttft_sum / per_replica, "tpot_s": tpot,
     }

@@ -117,7 +117,7 @@ def compare(
 ) -> None:
     """Which of two cards serves a model faster, over batch size x sequence length (roofline mesh)."""
     from knowledge.catalog import resolve_model, resolve_platform
-    from knowledge.efficiency import load_efficiencies
+    from advisor.predictor import Predictor
     from models.compare import comparison_mesh, describe_regions, fits_mesh
 
     if phase not in ("decode", "prefill"):
@@ -142,9 +142,9 @@ def compare(
             seqs = sorted({*(x for x in seqs if x <= ctx), ctx})
         if ctx is not None and seqs[-1] > ctx:
             raise AdvisorError(f"--seq {seqs[-1]} exceeds the {ctx}-token context of {arch.name}")
-        eff = load_efficiencies(task="serve")
-        ratio, bound = comparison_mesh(arch, pa, pb, eff, batches, seqs, phase)
-        fits = fits_mesh(arch, pa, pb, eff, batches, seqs)
+        cal_for = Predictor().serving_calibration
+        ratio, bound = comparison_mesh(arch, pa, pb, cal_for, batches, seqs, phase)
+        fits = fits_mesh(arch, pa, pb, cal_for, batches, seqs)
     except AdvisorError as e:
         fail(str(e))
     except (ArithmeticError, ValueError) as e:  # sizes so extreme the arithmetic breaks
