@@ -94,7 +94,35 @@ def _graph_prefill_s(model: Any, ids: Any, repeats: int, sync: Any) -> float:
         del g
 
 
-def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dict) -> Measured:
+def parse_points(text: str) -> list[tuple[int, int]]:
+    """'8x300,32x1000' -> [(8, 300), (32, 1000)] (batch x prompt)."""
+    pts = []
+    for item in text.split(","):
+        b, _, p = item.strip().partition("x")
+        pts.append((int(b), int(p)))
+    return pts
+
+
+def _generate_s(model: Any, arch: ModelArch, B: int, P: int, O: int, d: Any, sync: Any) -> float:
+    """Seconds of O - 1 graph-replayed decode steps after a P-token prompt, the cache growing as it would."""
+    import torch
+
+    dec = _Decoder(model, B, P + O, d.device)
+    dec.prefill(torch.randint(0, arch.vocab_size, (B, P), device=d.device))
+    dec.set_position(P)
+    dec.try_capture()
+    sync()
+    t0 = time.perf_counter()
+    for i in range(O - 1):
+        dec.set_position(P + i)
+        dec.run()
+    sync()
+    del dec
+    return time.perf_counter() - t0
+
+
+def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dict, output_len: int | None = None,
+                  max_prefill_tokens: int = MAX_PREFILL_TOKENS) -> Measured:
     import torch
 
     def sync() -> None:
@@ -106,7 +134,7 @@ def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dic
     stage = "prefill"
     try:
         with torch.inference_mode():
-            if B * P <= MAX_PREFILL_TOKENS:
+            if B * P <= max_prefill_tokens:
                 ids = torch.randint(0, arch.vocab_size, (B, P), device=d.device)
                 eager = _timed(lambda: model(input_ids=ids, use_cache=True, logits_to_keep=1), 3, sync)
                 torch.cuda.empty_cache()
@@ -125,6 +153,12 @@ def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dic
             info["decode_method"] = dec.try_capture()
             decode = _timed(dec.run, 10, sync, warmup=2)
             del dec
+            e2e = None
+            if output_len and prefill is not None:
+                stage = "generate"
+                torch.cuda.empty_cache()
+                # end to end = the graph prefill + output_len - 1 decode steps at growing cache lengths
+                e2e = B * output_len / (prefill + _generate_s(model, arch, B, P, output_len, d, sync))
     except Exception as e:
         if not is_oom(e):
             return Measured(error=f"{stage}: {one_line(e, 200)}", failure="crash")
@@ -133,13 +167,16 @@ def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dic
         return Measured(oom=True, failure="device_oom", peak_mem_gib=peak,
                         error=f"CUDA out of memory in {stage}: {one_line(e, 160)}", prefill_s=prefill, prefill_eager_s=eager)
     return Measured(prefill_s=prefill if prefill is not None else None, prefill_eager_s=eager, decode_step_s=decode,
-                    peak_mem_gib=torch.cuda.max_memory_allocated(d.device) / 2**30)
+                    e2e_output_tokens_per_s=e2e, peak_mem_gib=torch.cuda.max_memory_allocated(d.device) / 2**30)
 
 
 def _case(args: argparse.Namespace, arch_arg: Any, fmt: str, B: int, P: int, tp: int) -> dict:
-    return {"id": f"{args.tag}-{fmt}-tp{tp}-b{B}-p{P}", "hardware": args.hardware, "model": arch_arg, "task": "serve",
+    case = {"id": f"{args.tag}-{fmt}-tp{tp}-b{B}-p{P}", "hardware": args.hardware, "model": arch_arg, "task": "serve",
             "batch_size": B, "prompt_len": P, "kv_len": P, "weight_bits": BITS[fmt], "kv_bits": 16,
             "weight_format": fmt, "tensor_parallel": tp, "replicas": 1}
+    if args.output_len:
+        case["output_len"] = args.output_len
+    return case
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--points", help="batch x prompt list instead of the grid, e.g. 8x300,32x1000")
+    ap.add_argument("--max-prefill-tokens", type=int, default=MAX_PREFILL_TOKENS)
+    ap.add_argument("--output-len", type=int, help="also time end to end: the prefill + output_len - 1 decode steps")
     ap.add_argument("--tag", default="sweep")
     ap.add_argument("--dataset", default="own")
     args = ap.parse_args(argv)
@@ -177,12 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         if tp > 1:
             add_all_reduces(model)
         print(f"{arch.name} {fmt} tp{tp}: built in {time.monotonic() - t0:.1f} s", flush=True)
-        for B, P in grid(args.quick):
+        for B, P in (parse_points(args.points) if args.points else grid(args.quick)):
             if time.monotonic() - start > args.budget_s:
                 print("budget spent", flush=True)
                 break
             info: dict = {}
-            m = measure_point(model, arch, B, P, d, info)
+            m = measure_point(model, arch, B, P, d, info, args.output_len, args.max_prefill_tokens)
             if d.rank == 0:
                 row = Measurement(dataset=args.dataset, source="probes.serve_sweep", case=_case(args, arch_arg, fmt, B, P, tp),
                                   measured=m, environment=env, notes="; ".join(f"{k}={v}" for k, v in info.items()))
