@@ -44,6 +44,42 @@ def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: Platf
     return ratio, bound
 
 
+Cell = tuple[float, str, bool]  # (seconds, "compute" | "memory", fits)
+
+
+def predicted_mesh(cell_a, cell_b, batch_sizes: list[int], seq_lens: list[int], phase: str = "decode",
+                   context: int | None = None) -> tuple[Matrix, BoundMatrix, FitsMatrix, list[list[bool]]]:
+    """The mesh from two predictors of one cell each (``cell_x(batch, seq) -> (seconds, bound, fits)``: the
+    serving model's prediction on that card). Cells beyond the model's ``context`` (a prefill of more tokens
+    than it, or a decode step that would write past it) are not predicted: ``beyond`` marks them, with a
+    neutral ratio of 1 and fits (False, False), so that every view masks them.
+    Returns (ratio = time_b / time_a, bound, fits, beyond)."""
+    ratio: Matrix = []
+    bound: BoundMatrix = []
+    fits: FitsMatrix = []
+    beyond: list[list[bool]] = []
+    for b in batch_sizes:
+        r_row, b_row, f_row, x_row = [], [], [], []
+        for s in seq_lens:
+            past = context is not None and (s > context if phase == "prefill" else s >= context)
+            if past:
+                r_row.append(1.0)
+                b_row.append(("memory", "memory"))
+                f_row.append((False, False))
+            else:
+                ta, ba, fa = cell_a(b, s)
+                tb, bb, fb = cell_b(b, s)
+                r_row.append(tb / ta)
+                b_row.append((ba, bb))
+                f_row.append((fa, fb))
+            x_row.append(past)
+        ratio.append(r_row)
+        bound.append(b_row)
+        fits.append(f_row)
+        beyond.append(x_row)
+    return ratio, bound, fits, beyond
+
+
 def cell_fits(arch: ModelArch, platform: PlatformSpec, eff: Efficiencies, batch: int, seq_len: int) -> bool:
     """Do the 16-bit weights, ``batch`` sequences of KV cache at ``seq_len`` and the prefill transients fit one GPU?"""
     return batch <= max_batch(make_setup(arch, platform, eff), seq_len, seq_len)
@@ -92,7 +128,8 @@ def _bound_phrase(a: str, b: str, name_a: str, name_b: str) -> str:
 
 
 def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens: list[int], ratio: Matrix,
-                     bound: BoundMatrix, tie: float = TIE, fits: FitsMatrix | None = None) -> list[str]:
+                     bound: BoundMatrix, tie: float = TIE, fits: FitsMatrix | None = None,
+                     beyond: list[list[bool]] | None = None, context: int | None = None) -> list[str]:
     """One sentence per (winner, bound regime): 'A100 wins where both are compute-bound: batch ≥ 64 at seq ≤ 512'.
 
     With ``fits``, cells that do not fit on one card or both are described as such, not as a winner.
@@ -101,13 +138,16 @@ def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens:
     for i, row in enumerate(ratio):
         for j, r in enumerate(row):
             fa, fb = fits[i][j] if fits else (True, True)
-            if not (fa and fb):
+            if beyond and beyond[i][j]:
+                key = ("context", ("", ""))
+            elif not (fa and fb):
                 key = ("oom", ("a" if fa else "", "b" if fb else ""))
             else:
                 key = (name_a if r > 1 + tie else name_b if r < 1 - tie else "neither", bound[i][j])
             groups.setdefault(key, []).append((i, j))
     lines = []
-    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "oom", kv[0][0] == "neither", -len(kv[1]))):
+    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "context", kv[0][0] == "oom",
+                                                                         kv[0][0] == "neither", -len(kv[1]))):
         # per sequence column, which batch rows; then merge neighbouring columns with the same rows
         by_col: dict[int, list[int]] = {}
         for i, j in cells:
@@ -121,6 +161,10 @@ def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens:
                 else:
                     parts.append(([j], run))
         where = "; ".join(f"{_span(batch_sizes, rows, 'batch')} at {_span(seq_lens, cols, 'seq')}" for cols, rows in parts)
+        if who == "context":
+            lines.append(f"beyond the model's {context:,}-token context (not predicted): {where}" if context
+                         else f"beyond the model's context (not predicted): {where}")
+            continue
         if who == "oom":
             only = name_a if ba else name_b if bb else None
             lines.append(f"only {only} fits the model and KV cache: {where}" if only else f"neither card fits the model and KV cache: {where}")
