@@ -1,23 +1,26 @@
-"""`advisor recommend --task serve`: present the serving search (advisor.serve_search)."""
+"""`advisor recommend --task serve`: the serving recommendation (one library call) and its table, JSON and files.
+
+``serve_recommendation`` is the one function the CLI and the explorer call; they only format its dict.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rich.table import Table
 
 from advisor.output import console
-from advisor.train_recommend import plus_minus
-from advisor.predictor import serving_calibration_for
-from advisor.serve_search import recommend_serving
-from knowledge.catalog import resolve_model, resolve_platform
-from knowledge.efficiency import Efficiencies
-from knowledge.schema import Profile
+from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
+from knowledge.schema import FORMAT_BITS, Profile
+from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
+
+SLO_STATISTIC = "mean"
 
 
 def _short(p) -> str:
     """The decode step's largest part, in a word and a share: 'weights 71%'."""
-    bd = p.breakdown
+    bd = getattr(p, "breakdown", None)
     if bd is None or not p.decode_step_s:
         return ""
     parts = {"weights": bd.decode_weights_s, "KV cache": bd.decode_kv_s, "compute": bd.decode_compute_s,
@@ -26,54 +29,146 @@ def _short(p) -> str:
     return f"{top} {parts[top] / p.decode_step_s:.0%}"
 
 
-def recommend_serve(hardware: str, model: str | dict, eff: Efficiencies, profile: Profile | None, *, top: int,
-                    prompt_len: int, output_len: int, max_tpot_ms: float | None, max_ttft_ms: float | None,
-                    as_json: bool, requests: int | None = None, gpus: int | None = None, wide: bool = False) -> None:
-    """``gpus``: the most GPUs one replica may use (tensor parallelism up to it); default all of the platform."""
-    from advisor.predictor import held_out_error
+def _rel_error(p) -> float | None:
+    """The prediction's throughput interval as a relative error (it applies to the deployment's figure too)."""
+    iv = (getattr(p, "interval", None) or {}).get("e2e_output_tokens_per_s")
+    v = p.e2e_output_tokens_per_s
+    if not iv or not v:
+        return None
+    return max(v - iv[0], iv[1] - v) / v
 
-    platform = resolve_platform(hardware, gpus)
+
+def _row(rank: int, pt: Point) -> dict:
+    c, p = pt.config, pt.prediction
+    kv_tokens = getattr(p, "kv_cache_tokens", None)
+    return {
+        "rank": rank,
+        "configuration": {"tensor_parallel": c.tensor_parallel, "replicas": c.replicas, "gpus": c.gpus,
+                          "weight_format": c.weight_format, "weight_bits": FORMAT_BITS[c.weight_format],
+                          "kv_bits": c.kv_bits, "kv_cache_dtype": c.kv_dtype, "max_num_seqs": c.max_num_seqs,
+                          "batch_size": c.batch_size},
+        "e2e_output_tokens_per_s": pt.tokens_per_s, "ttft_s": pt.ttft_s, "tpot_s": pt.tpot_s,
+        "decode_step_s": p.decode_step_s, "prefill_s": p.prefill_s, "peak_mem_gib": pt.peak_mem_gib, "fits": pt.fits,
+        "kv_cache_tokens": kv_tokens, "rel_error": _rel_error(p), "why_short": _short(p),
+        "why": f"{c.describe()}: {pt.tokens_per_s:,.0f} output tok/s over {c.gpus} GPU(s), {pt.peak_mem_gib:.1f} GiB/GPU"
+               + (f"; decode time mostly {_short(p)}" if _short(p) else ""),
+        "load": pt.load,
+    }
+
+
+def serve_recommendation(hardware: str, model: str | dict, profile: Profile | None = None, *, prompt_len: int = 512,
+                         output_len: int = 256, engine: str = "vllm", gpus: int | None = None,
+                         weight_formats: tuple[str, ...] | None = None, max_tpot_ms: float | None = None,
+                         max_ttft_ms: float | None = None, requests: int | None = None, rate_per_s: float | None = None,
+                         top: int = 5) -> dict:
+    """The ranked serving deployments for a job, the top pick's launch line, and, when nothing meets the
+    limits, the closest miss and what would meet them. JSON-able. Raises AdvisorError for bad input."""
+    from advisor.predictor import Predictor
+    from knowledge.catalog import resolve_model, resolve_platform
+
+    platform = resolve_platform(hardware)
     arch = resolve_model(model)
-    cal = serving_calibration_for(platform, profile, eff)
-    items = recommend_serving(arch, platform, cal, prompt_len=prompt_len, output_len=output_len,
-                              max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, top=top,
-                              max_tensor_parallel=gpus, rel_error=held_out_error().get("serve"))
-    header = {"hardware": platform.id, "gpu": platform.gpu.name, "model": arch.name, "task": "serve",
-              "prompt_len": prompt_len, "output_len": output_len, "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms}
-    rows = []
-    for i, it in enumerate(items, start=1):
-        p = it["prediction"]
-        rows.append({"rank": i, "configuration": {k: it[k] for k in ("batch_size", "tensor_parallel", "weight_bits", "kv_bits")},
-                     "e2e_output_tokens_per_s": p.e2e_output_tokens_per_s, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
-                     "decode_step_s": p.decode_step_s, "prefill_s": p.prefill_s, "peak_mem_gib": p.peak_mem_gib,
-                     "fits": p.fits, "why": it["why"], "why_short": _short(p), "interval": p.interval})
-    burst = None
-    if requests and rows:  # the top pick's configuration serving a burst of identical requests
-        from models.serving import continuous_batching
+    job = Job(hardware, model, platform, arch, prompt_len, output_len, engine)
+    res = search_serving(Predictor(profile), job, gpus=gpus, weight_formats=weight_formats, max_tpot_ms=max_tpot_ms,
+                         max_ttft_ms=max_ttft_ms, requests=requests, rate_per_s=rate_per_s, top=top)
+    rows = [_row(i, pt) for i, pt in enumerate(res.picks, start=1)]
+    launch = None
+    if res.picks:
+        c = res.picks[0].config
+        spec = Launch(engine, hub_id(arch.name, arch.source), c.tensor_parallel, c.replicas, c.max_num_seqs,
+                      prompt_len + output_len, c.weight_format, c.kv_bits)
+        launch = {"engine": engine, "lines": launch_lines(spec), "script": launch_script(spec)}
+    return {
+        "hardware": platform.id, "gpu": platform.gpu.name, "gpus": gpus or platform.count, "model": arch.name,
+        "task": "serve", "engine": engine, "prompt_len": prompt_len, "output_len": output_len,
+        "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "requests": requests, "rate_per_s": rate_per_s,
+        "slo_statistic": SLO_STATISTIC, "definitions": SLO_DEFINITIONS, "searched": res.spaces,
+        "recommendations": rows, "nothing_fits": not res.points, "nothing_meets": not rows,
+        "closest_miss": res.closest_miss, "would_meet": res.would_meet, "launch": launch,
+        "burst": rows[0]["load"] if rows else None,
+    }
 
-        c = rows[0]["configuration"]
-        burst = continuous_batching(arch, platform, cal, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
-                                    kv_bits=c["kv_bits"], tensor_parallel=c["tensor_parallel"])
+
+def _load_text(rec: dict) -> str:
+    if rec["rate_per_s"]:
+        return f"{rec['requests'] or 1000:,} requests arriving at {rec['rate_per_s']:g}/s (Poisson, seed 0)"
+    if rec["requests"]:
+        return f"{rec['requests']:,} requests arriving at once"
+    return "each batch of requests arriving at once"
+
+
+def write_serve_files(rec: dict, out_dir: Path) -> list[Path]:
+    """``serve.sh`` (the top pick's launch line) and ``serve.json`` (the recommendation), written atomically."""
+    from knowledge.store import atomic_write_json, atomic_write_text
+
+    written = [out_dir / "serve.json"]
+    atomic_write_json(out_dir / "serve.json", rec)
+    if rec["launch"]:
+        atomic_write_text(out_dir / "serve.sh", rec["launch"]["script"])
+        written.insert(0, out_dir / "serve.sh")
+    return written
+
+
+def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None:
     if as_json:
-        print(json.dumps({**header, "recommendations": rows, "nothing_fits": not rows, "burst": burst}, indent=2))
+        print(json.dumps(rec, indent=2))
         return
-    if not rows:
-        console.print(f"[bold red]Nothing fits or meets the limits[/] for {arch.name} on {platform.id}; "
-                      "try more GPUs (tensor parallel), 4-bit weights, or looser --max-tpot-ms / --max-ttft-ms.")
+    engine = ENGINE_NAMES[rec["engine"]]
+    head = f"{rec['model']} · serve on {engine} · {rec['gpus']}× {rec['gpu']} · prompt {rec['prompt_len']} → {rec['output_len']} tokens"
+    if not rec["recommendations"]:
+        _print_miss(rec, head)
         return
-    t = Table(title=f"{arch.name} · serve · {platform.count}× {platform.gpu.name} · prompt {prompt_len} → {output_len} tokens",
-              caption="bits = weights/KV cache; ± = held-out error", title_justify="left", caption_justify="left")
-    for col, just in (("#", "right"), ("batch", "right"), ("TP", "right"), ("bits", "right"), ("out tok/s", "right"),
-                      ("TTFT ms", "right"), ("TPOT ms", "right"), ("GiB/GPU", "right"), ("why", "left")):
+    t = Table(title=head, title_justify="left", caption_justify="left",
+              caption=f"TPxR = tensor parallel x replicas; batch = sequences per replica; tok/s = output tokens/s of all "
+                      f"replicas, ± = held-out error; load: {_load_text(rec)}. {SLO_DEFINITIONS}.")
+    cols = [("#", "right"), ("TPxR", "right"), ("weights", "left"), ("KV", "left"), ("batch", "right"),
+            ("out tok/s", "right"), ("TTFT ms", "right"), ("TPOT ms", "right"), ("GiB/GPU", "right")]
+    if wide:
+        cols.append(("why", "left"))
+    for col, just in cols:
         t.add_column(col, justify=just, no_wrap=col != "why")
-    for r in rows:
+    for r in rec["recommendations"]:
         c = r["configuration"]
-        t.add_row(str(r["rank"]), str(c["batch_size"]), str(c["tensor_parallel"]), f"{c['weight_bits']}/{c['kv_bits']}",
-                  plus_minus(r["e2e_output_tokens_per_s"], r["interval"], "e2e_output_tokens_per_s"),
-                  f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}",
-                  r["why"].split("; ", 1)[-1] if wide else r["why_short"])
+        tps = f"{r['e2e_output_tokens_per_s']:,.0f}" + (f" ±{r['rel_error']:.0%}" if r["rel_error"] else "")
+        cells = [str(r["rank"]), f"{c['tensor_parallel']}x{c['replicas']}", c["weight_format"], c["kv_cache_dtype"],
+                 str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
+        t.add_row(*cells, *([r["why"]] if wide else []))
     console.print(t)
-    if burst:
-        console.print(f"{requests} requests at once (continuous batching, {burst['batch_size']} running, {burst['waves']} waves): "
-                      f"{burst['total_s']:.1f} s, {burst['output_tokens_per_s']:,.0f} output tokens/s, "
-                      f"mean TTFT {burst['mean_ttft_s']:.2f} s, TPOT {burst['tpot_s'] * 1e3:.1f} ms")
+    console.print(f"Launch the top pick ({engine}):", highlight=False)
+    for line in rec["launch"]["lines"]:
+        console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+
+
+def _print_miss(rec: dict, head: str) -> None:
+    limits = " and ".join(x for x in (f"TPOT ≤ {rec['max_tpot_ms']:g} ms" if rec["max_tpot_ms"] is not None else "",
+                                       f"TTFT ≤ {rec['max_ttft_ms']:g} ms" if rec["max_ttft_ms"] is not None else "") if x)
+    console.print(head, highlight=False)
+    if rec["nothing_fits"]:
+        console.print(f"[bold red]Nothing fits[/] one batch of a {rec['prompt_len']}+{rec['output_len']}-token request "
+                      f"on {rec['gpus']} GPU(s), in any searched format ({', '.join(rec['searched']['weight_formats'])}).")
+    else:
+        console.print(f"[bold red]No configuration meets {limits}[/] (means, load: {_load_text(rec)}).", highlight=False)
+        cm = rec["closest_miss"]
+        if cm:
+            console.print(f"Closest miss: {cm['text']}; {cm['e2e_output_tokens_per_s']:,.0f} tok/s.", highlight=False, soft_wrap=True)
+    for w in rec["would_meet"]:
+        console.print(f"  • {w['text']}", highlight=False, soft_wrap=True)
+    if rec["nothing_fits"]:
+        console.print("  • try more GPUs (--gpus, a larger server), a 4-bit format, or a shorter --prompt-len/--output-len",
+                      highlight=False)
+    console.print(f"[dim]{SLO_DEFINITIONS}.[/]", highlight=False)
+
+
+def recommend_serve(hardware: str, model: str | dict, profile: Profile | None, *, top: int, prompt_len: int,
+                    output_len: int, engine: str = "vllm", weight_formats: tuple[str, ...] | None = None,
+                    max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, requests: int | None = None,
+                    rate_per_s: float | None = None, gpus: int | None = None, as_json: bool = False, wide: bool = False,
+                    out_dir: Path | None = None) -> None:
+    """The CLI's serving answer: compute, print, and with ``out_dir`` write serve.sh and serve.json."""
+    rec = serve_recommendation(hardware, model, profile, prompt_len=prompt_len, output_len=output_len, engine=engine,
+                               gpus=gpus, weight_formats=weight_formats, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
+                               requests=requests, rate_per_s=rate_per_s, top=top)
+    written = write_serve_files(rec, out_dir) if out_dir is not None else []
+    print_serve(rec, wide=wide, as_json=as_json)
+    if written and not as_json:
+        console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False, soft_wrap=True)

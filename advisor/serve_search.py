@@ -1,86 +1,348 @@
-"""Search serving configurations: batch size x tensor parallelism x weight bits x KV bits.
+"""Search serving deployments: tensor parallel x data-parallel replicas x weight format x KV dtype x batch.
 
-The space is small (a few hundred points) and every prediction is a closed-form roofline, so it is
-enumerated exhaustively: no sampler can miss the best point, and the ranking is deterministic.
+Every point is predicted through ``advisor.predictor.Predictor`` (one instance per search: it keeps the
+calibration per platform). The space is small (a few hundred points), so it is enumerated: the ranking is
+deterministic and no sampler can miss the best point. Throughput is the whole deployment's: all replicas.
+
+TTFT and TPOT are defined as vLLM's ``benchmark_serving`` defines them (``SLO_DEFINITIONS``), and the limits
+apply to their means over requests. Without a load (``--requests`` / ``--rate``) a configuration's batch
+of requests arrives at once and is served as one wave.
 """
 
 from __future__ import annotations
 
-from advisor.space import KV_BITS, WEIGHT_BITS
-from knowledge.serving_formats import default_format
-from models.calibration import Calibration
-from knowledge.errors import AdvisorError
-from knowledge.schema import ModelArch, PlatformSpec, ServeCase, ServePrediction
-from models.serving import make_setup, max_batch, predict_serving
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-MAX_BATCH = 4096  # beyond this no engine schedules one step
+from advisor.space import KV_BITS
+from knowledge.errors import AdvisorError, unknown
+from knowledge.schema import FORMAT_BITS, GPUSpec, ModelArch, PlatformSpec, ServeCase
+from models.serve_launch import ENGINES, per_replica
+
+MAX_BATCH = 4096  # concurrent sequences per replica: beyond this no engine schedules one step
+DEFAULT_RATE_REQUESTS = 1000  # requests of a --rate load without --requests (benchmark_serving's default)
+FP8_ARCHS = ("hopper", "ada", "blackwell")
+ENGINE_FORMATS = tuple(f for f in FORMAT_BITS if not f.startswith("bnb-"))  # what engines serve natively
+FORMAT_ORDER = {f: i for i, f in enumerate(FORMAT_BITS)}  # more precise first: bf16, fp8, int8, int4, bnb-*
+SLO_DEFINITIONS = ("TTFT = time from a request's arrival to its first output token, queueing included; "
+                   "TPOT = (request latency - TTFT) / (output tokens - 1); both are means over requests "
+                   "(as vLLM's benchmark_serving reports them)")
 
 
-def tensor_parallel_options(arch: ModelArch, platform: PlatformSpec) -> list[int]:
-    """Divisors of the GPU count that split the attention heads evenly."""
-    return [t for t in range(1, platform.count + 1) if platform.count % t == 0 and arch.num_attention_heads % t == 0]
+def has_fp8(gpu: GPUSpec) -> bool:
+    """FP8 tensor cores: the datasheet gives FP8 throughput, or the architecture has them (Hopper, Ada, Blackwell)."""
+    return gpu.fp8_tflops is not None or gpu.arch in FP8_ARCHS
 
 
-def _batch_options(limit: int) -> list[int]:
-    out, b = [], 1
-    while b <= min(limit, MAX_BATCH):
-        out.append(b)
-        b *= 2
+def weight_formats_for(gpu: GPUSpec, asked: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The formats searched: engine formats the GPU runs (fp8 only with FP8 tensor cores); bitsandbytes only
+    when asked. ``asked`` (the user's ``--weight-format``) narrows them; a bad one raises AdvisorError."""
+    native = tuple(f for f in ENGINE_FORMATS if f != "fp8" or has_fp8(gpu))
+    if not asked:
+        return native
+    for f in asked:
+        if f not in FORMAT_BITS:
+            raise unknown("--weight-format", f, FORMAT_BITS)
+        if f == "fp8" and not has_fp8(gpu):
+            raise AdvisorError(f"--weight-format fp8: the {gpu.name} has no FP8 tensor cores; valid here: "
+                               f"{', '.join(x for x in FORMAT_BITS if x != 'fp8')}")
+    return tuple(sorted(dict.fromkeys(asked), key=FORMAT_ORDER.get))
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise unknown("--engine", engine, ENGINES)
+    return engine
+
+
+def placements(arch: ModelArch, platform: PlatformSpec, gpus: int | None = None) -> list[tuple[int, int]]:
+    """(tensor parallel, replicas): TP divides the GPUs used and the attention heads; replicas = GPUs // TP."""
+    n = gpus or platform.count
+    if n > platform.count:
+        raise AdvisorError(f"--gpus {n} exceeds the {platform.count} GPUs of {platform.id!r}")
+    return [(t, n // t) for t in range(1, n + 1) if n % t == 0 and arch.num_attention_heads % t == 0]
+
+
+@dataclass(frozen=True)
+class Job:
+    """What is served: ``hardware`` and ``model`` as the user gave them (they go into every ServeCase)."""
+
+    hardware: str
+    model: str | dict
+    platform: PlatformSpec
+    arch: ModelArch
+    prompt_len: int
+    output_len: int
+    engine: str = "vllm"
+
+
+@dataclass(frozen=True)
+class Config:
+    tensor_parallel: int
+    replicas: int
+    weight_format: str
+    kv_bits: int
+    max_num_seqs: int  # concurrent sequences per replica
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.replicas
+
+    @property
+    def batch_size(self) -> int:  # concurrent sequences of the deployment
+        return self.max_num_seqs * self.replicas
+
+    @property
+    def placement(self) -> str:
+        return f"{self.tensor_parallel}x{self.replicas}"
+
+    @property
+    def kv_dtype(self) -> str:
+        return "fp8" if self.kv_bits == 8 else "bf16"
+
+    def describe(self) -> str:
+        return (f"TP{self.tensor_parallel} x {self.replicas} replica(s), {self.weight_format} weights, {self.kv_dtype} KV, "
+                f"batch {self.max_num_seqs} per replica")
+
+
+@dataclass
+class Point:
+    """One configuration's prediction for the whole deployment."""
+
+    config: Config
+    fits: bool
+    tokens_per_s: float  # deployment output tokens/s (under the load, when one is given)
+    ttft_s: float
+    tpot_s: float
+    peak_mem_gib: float
+    prediction: Any  # the ServePrediction of the deployment case
+    load: dict | None = None
+    why_not_fits: str | None = None
+
+    def violation(self, max_tpot_ms: float | None, max_ttft_ms: float | None) -> float:
+        """The largest relative excess over the limits (0 when all are met)."""
+        v = 0.0
+        for value, limit in ((self.tpot_s * 1e3, max_tpot_ms), (self.ttft_s * 1e3, max_ttft_ms)):
+            if limit is not None:
+                v = max(v, value / limit - 1.0 if limit > 0 else math.inf)
+        return v
+
+
+def _case(job: Job, c: Config, batch: int, replicas: int, output_len: int | None, kv_len: int | None = None) -> ServeCase:
+    return ServeCase(id=f"tp{c.tensor_parallel}-r{replicas}-{c.weight_format}-kv{c.kv_bits}-b{batch}", hardware=job.hardware,
+                     model=job.model, task="serve", batch_size=batch, prompt_len=job.prompt_len, kv_len=kv_len,
+                     output_len=output_len, weight_bits=FORMAT_BITS[c.weight_format], weight_format=c.weight_format,
+                     kv_bits=c.kv_bits, tensor_parallel=c.tensor_parallel, replicas=replicas, engine=job.engine)
+
+
+def predict_point(predictor, job: Job, c: Config) -> Point:
+    """The deployment's prediction: ``c.replicas`` copies, ``c.batch_size`` sequences over all of them."""
+    p = predictor.predict(_case(job, c, c.batch_size, c.replicas, job.output_len))
+    return Point(c, p.fits, p.e2e_output_tokens_per_s or 0.0, p.ttft_s or 0.0, p.tpot_s or 0.0, p.peak_mem_gib, p,
+                 why_not_fits=p.why_not_fits)
+
+
+def _step_times(predictor, job: Job, c: Config):
+    """Per-replica step times for the load simulation, interpolated from predictions on a small grid:
+    batch at powers of two up to ``max_num_seqs``, cache length at the prompt and the prompt + output."""
+    cache: dict[tuple[int, int], Any] = {}
+
+    def pred(b: int, kv: int):
+        if (b, kv) not in cache:
+            cache[(b, kv)] = predictor.predict(_case(job, c, b, 1, None, kv_len=kv))
+        return cache[(b, kv)]
+
+    grid = sorted({*(1 << i for i in range(int(math.log2(c.max_num_seqs)) + 1)), c.max_num_seqs})
+    lo_kv, hi_kv = job.prompt_len, job.prompt_len + job.output_len
+
+    def around(b: int) -> tuple[int, int, float]:
+        hi = next(g for g in grid if g >= b)
+        lo = max([g for g in grid if g <= b] or [hi])
+        return lo, hi, (0.0 if hi == lo else (b - lo) / (hi - lo))
+
+    def prefill_s(k: int) -> float:
+        lo, hi, f = around(min(k, c.max_num_seqs))
+        return pred(lo, lo_kv).prefill_s * (1 - f) + pred(hi, lo_kv).prefill_s * f
+
+    def decode_s(b: int, kv: float) -> float:
+        lo, hi, f = around(min(b, c.max_num_seqs))
+        g = min(max((kv - lo_kv) / (hi_kv - lo_kv), 0.0), 1.0)
+        at = lambda bb: pred(bb, lo_kv).decode_step_s * (1 - g) + pred(bb, hi_kv).decode_step_s * g  # noqa: E731
+        return at(lo) * (1 - f) + at(hi) * f
+
+    return prefill_s, decode_s
+
+
+def serve_load(predictor, job: Job, config: Config, *, requests: int | None = None, rate_per_s: float | None = None) -> dict:
+    """The one way a request load is predicted: ``requests`` arriving at once (continuous batching, the
+    serving model's ``continuous_batching``), or arriving at ``rate_per_s`` (Poisson, seed 0; ``requests``
+    of them, default 1000) served by the engine simulation (``models.serve_load``) on per-step predictions.
+    Requests are spread evenly over the replicas. Returns deployment output tokens/s, mean TTFT and TPOT."""
+    from models.serve_load import poisson_arrivals, simulate
+
+    n = requests or DEFAULT_RATE_REQUESTS
+    per = math.ceil(n / config.replicas)
+    if rate_per_s is None:
+        from models.serving import continuous_batching
+
+        b = continuous_batching(job.arch, job.platform, predictor.serving_calibration(job.platform), per, job.prompt_len,
+                                job.output_len, config.max_num_seqs, weight_bits=FORMAT_BITS[config.weight_format],
+                                weight_format=config.weight_format, kv_bits=config.kv_bits,
+                                tensor_parallel=config.tensor_parallel, replicas=1)
+        return {"requests": n, "rate_per_s": None, "arrivals": "all at once", "duration_s": b["total_s"],
+                "output_tokens_per_s": b["output_tokens_per_s"] * config.replicas,
+                "mean_ttft_s": b["mean_ttft_s"], "mean_tpot_s": b["tpot_s"], "waves": b["waves"]}
+    prefill_s, decode_s = _step_times(predictor, job, config)
+    r = simulate(poisson_arrivals(per, rate_per_s / config.replicas), job.prompt_len, job.output_len,
+                 config.max_num_seqs, prefill_s, decode_s)
+    return {**r, "requests": n, "rate_per_s": rate_per_s, "arrivals": "Poisson, seed 0",
+            "output_tokens_per_s": r["output_tokens_per_s"] * config.replicas}
+
+
+@dataclass
+class SearchResult:
+    picks: list[Point]  # best batch of each configuration that meets the limits, ranked
+    points: list[Point]  # every fitting point predicted
+    closest_miss: dict | None = None  # when nothing meets the limits
+    would_meet: list[dict] = field(default_factory=list)
+    spaces: dict = field(default_factory=dict)
+
+
+def _rank_key(pt: Point, best: float):
+    c = pt.config
+    # throughput within 1% of another is a tie: fewer GPUs, more precise weights and KV, smaller batch win it
+    bucket = round(math.log(max(pt.tokens_per_s, 1e-9) / best) / math.log(1.01)) if best > 0 else 0
+    return (-bucket, c.gpus, FORMAT_ORDER[c.weight_format], -c.kv_bits, c.max_num_seqs, c.tensor_parallel)
+
+
+def _rank(points: list[Point]) -> list[Point]:
+    best = max((p.tokens_per_s for p in points), default=0.0)
+    return sorted(points, key=lambda p: _rank_key(p, best))
+
+
+def _evaluate(predictor, job: Job, formats, kv_bits, gpus, requests, rate_per_s) -> list[Point]:
+    points = []
+    for tp, reps in placements(job.arch, job.platform, gpus):
+        for fmt in formats:
+            for kb in kv_bits:
+                b = 1
+                while b <= MAX_BATCH:
+                    pt = predict_point(predictor, job, Config(tp, reps, fmt, kb, b))
+                    if not pt.fits:
+                        break  # memory grows with the batch: no larger one fits
+                    if requests or rate_per_s:
+                        pt.load = serve_load(predictor, job, pt.config, requests=requests, rate_per_s=rate_per_s)
+                        pt.tokens_per_s, pt.ttft_s, pt.tpot_s = (pt.load["output_tokens_per_s"], pt.load["mean_ttft_s"],
+                                                                 pt.load["mean_tpot_s"])
+                    points.append(pt)
+                    b *= 2
+    return points
+
+
+def _best_meeting(points: list[Point], max_tpot_ms, max_ttft_ms) -> list[Point]:
+    """The best batch of each (placement, format, KV) meeting the limits, ranked."""
+    best: dict[tuple, Point] = {}
+    for pt in points:
+        if pt.violation(max_tpot_ms, max_ttft_ms) > 0:
+            continue
+        c = pt.config
+        key = (c.tensor_parallel, c.replicas, c.weight_format, c.kv_bits)
+        if key not in best or _rank([pt, best[key]])[0] is pt:
+            best[key] = pt
+    return _rank(list(best.values()))
+
+
+def point_summary(pt: Point) -> dict:
+    c = pt.config
+    return {"tensor_parallel": c.tensor_parallel, "replicas": c.replicas, "weight_format": c.weight_format,
+            "kv_bits": c.kv_bits, "max_num_seqs": c.max_num_seqs, "batch_size": c.batch_size, "gpus": c.gpus,
+            "e2e_output_tokens_per_s": pt.tokens_per_s, "ttft_ms": pt.ttft_s * 1e3, "tpot_ms": pt.tpot_s * 1e3,
+            "peak_mem_gib": pt.peak_mem_gib}
+
+
+def _misses(pt: Point, max_tpot_ms, max_ttft_ms) -> list[str]:
+    out = []
+    for name, value, limit in (("TPOT", pt.tpot_s * 1e3, max_tpot_ms), ("TTFT", pt.ttft_s * 1e3, max_ttft_ms)):
+        if limit is not None:
+            verdict = f"> {limit:g} ms (misses by {value / limit - 1:.0%})" if value > limit else f"≤ {limit:g} ms"
+            out.append(f"{name} {value:,.1f} ms {verdict}")
     return out
 
 
-def _why(case: ServeCase, p: ServePrediction, limit: int, max_tpot_ms: float | None, max_ttft_ms: float | None) -> str:
-    bd = p.breakdown
-    regime = ""
-    if bd is not None:
-        parts = {"weight reads": bd.decode_weights_s, "KV-cache reads": bd.decode_kv_s, "compute": bd.decode_compute_s,
-                 "all-reduces": bd.communication_s}
-        top = max(parts, key=parts.get)  # type: ignore[arg-type]
-        regime = f"; decode time mostly {top} ({parts[top] / p.decode_step_s:.0%})"
-    limits = []
-    if max_tpot_ms is not None:
-        limits.append(f"TPOT {p.tpot_s * 1e3:.1f} ≤ {max_tpot_ms:g} ms")
-    if max_ttft_ms is not None:
-        limits.append(f"TTFT {p.ttft_s * 1e3:.0f} ≤ {max_ttft_ms:g} ms")
-    meets = f"; meets {', '.join(limits)}" if limits else ""
-    return (f"batch {case.batch_size} of {limit} that fit, TP {case.tensor_parallel}, {case.weight_bits}-bit weights, "
-            f"{case.kv_bits}-bit KV: {p.e2e_output_tokens_per_s:,.0f} output tok/s, {p.peak_mem_gib:.1f} GiB/GPU{regime}{meets}")
+def search_serving(predictor, job: Job, *, gpus: int | None = None, weight_formats: tuple[str, ...] | None = None,
+                   kv_bits: tuple[int, ...] = KV_BITS, max_tpot_ms: float | None = None, max_ttft_ms: float | None = None,
+                   requests: int | None = None, rate_per_s: float | None = None, top: int = 5,
+                   widen: bool = True) -> SearchResult:
+    """Rank deployments by output tokens/s of all replicas among those that fit and meet the limits.
 
-
-def recommend_serving(arch: ModelArch, platform: PlatformSpec, cal: Calibration, *, prompt_len: int, output_len: int,
-                      max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, top: int = 5,
-                      max_tensor_parallel: int | None = None, rel_error: float | None = None) -> list[dict]:
-    """The ``top`` configurations by end-to-end output tokens/s among those that fit and meet the limits.
-
-    Each item: the ServeCase fields, ``prediction`` (ServePrediction), ``fits`` and a one-line ``why``.
-    An empty list means nothing fits or meets the latency limits. ``max_tensor_parallel`` (the user's
-    ``--gpus``) caps the tensor parallelism considered. ``rel_error`` (the held-out error of
-    the serving fit) gives each prediction its interval, as `advisor predict` does.
+    When none meets them: ``closest_miss`` (the fitting point with the smallest relative violation, by how
+    much it misses each limit) and ``would_meet`` (what meets them: one limit alone in this space, all GPUs,
+    every weight format and the FP8 KV cache, twice the GPUs of this kind).
     """
-    if prompt_len < 1 or output_len < 1:
+    if job.prompt_len < 1 or job.output_len < 1:
         raise AdvisorError("prompt_len and output_len must be at least 1")
-    found: list[dict] = []
-    for tp in tensor_parallel_options(arch, platform):
-        if max_tensor_parallel is not None and tp > max_tensor_parallel:
+    for flag, v in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--rate", rate_per_s)):
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise AdvisorError(f"{flag} must be a positive finite number, got {v!r}")
+    check_engine(job.engine)
+    formats = weight_formats_for(job.platform.gpu, weight_formats)
+    points = _evaluate(predictor, job, formats, kv_bits, gpus, requests, rate_per_s)
+    picks = _best_meeting(points, max_tpot_ms, max_ttft_ms)
+    res = SearchResult(picks[:top], points, spaces={"weight_formats": list(formats), "kv_bits": list(kv_bits),
+                                                     "placements": [f"{t}x{r}" for t, r in placements(job.arch, job.platform, gpus)]})
+    if picks or not widen:
+        return res
+    if points:
+        miss = min(points, key=lambda p: (p.violation(max_tpot_ms, max_ttft_ms), -p.tokens_per_s))
+        res.closest_miss = {**point_summary(miss), "violation": miss.violation(max_tpot_ms, max_ttft_ms),
+                            "misses": _misses(miss, max_tpot_ms, max_ttft_ms),
+                            "text": f"{miss.config.describe()}: {'; '.join(_misses(miss, max_tpot_ms, max_ttft_ms))}"}
+    res.would_meet = _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_ms, max_ttft_ms,
+                                 requests, rate_per_s)
+    return res
+
+
+def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_ms, max_ttft_ms, requests, rate_per_s) -> list[dict]:
+    out: list[dict] = []
+
+    def add(change: str, pt: Point, note: str = "") -> None:
+        s = point_summary(pt)
+        verb = "meets the limits" if max_tpot_ms is not None or max_ttft_ms is not None else "fits"
+        out.append({"change": change, **s, "text": f"{change}: {pt.config.describe()} {verb} at "
+                    f"{pt.tokens_per_s:,.0f} tok/s (TTFT {s['ttft_ms']:,.0f} ms, TPOT {s['tpot_ms']:.1f} ms){note}"})
+
+    if max_tpot_ms is not None and max_ttft_ms is not None:  # each limit alone, in this space
+        for name, tp_lim, tt_lim in (("TPOT", max_tpot_ms, None), ("TTFT", None, max_ttft_ms)):
+            alone = _best_meeting(points, tp_lim, tt_lim)
+            if alone:
+                other = _misses(alone[0], max_tpot_ms if name == "TTFT" else None, max_ttft_ms if name == "TPOT" else None)
+                add(f"{name} ≤ {tp_lim or tt_lim:g} ms alone", alone[0], f"; but {other[0]}" if other else "")
+    wider = []
+    if gpus and gpus < job.platform.count:
+        wider.append((f"all {job.platform.count} GPUs", job, None, weight_formats, kv_bits))
+    if weight_formats or tuple(kv_bits) != tuple(KV_BITS):
+        wider.append(("every weight format and an FP8 KV cache", job, gpus, None, KV_BITS))
+    from knowledge.catalog import resolve_platform
+
+    try:
+        bigger = resolve_platform(f"{job.platform.gpu.id}x{job.platform.count * 2}")
+        wider.append((f"{bigger.count}x {job.platform.gpu.name} (twice the GPUs)",
+                      replace(job, hardware=bigger.id, platform=bigger), None, None, KV_BITS))
+    except AdvisorError:
+        pass
+    for change, j, g, wf, kb in wider:
+        try:
+            r = search_serving(predictor, j, gpus=g, weight_formats=wf, kv_bits=kb, max_tpot_ms=max_tpot_ms,
+                               max_ttft_ms=max_ttft_ms, requests=requests, rate_per_s=rate_per_s, top=1, widen=False)
+        except AdvisorError:
             continue
-        for wb in WEIGHT_BITS:
-            for kb in KV_BITS:
-                limit = max_batch(make_setup(arch, platform, cal, tp, default_format(wb, platform.gpu), kb), prompt_len,
-                                  prompt_len + output_len)
-                for b in _batch_options(limit):
-                    case = ServeCase(id=f"b{b}-tp{tp}-w{wb}-kv{kb}", hardware=platform.id, model=arch.name, task="serve",
-                                     batch_size=b, prompt_len=prompt_len, output_len=output_len, weight_bits=wb,
-                                     kv_bits=kb, tensor_parallel=tp, replicas=1)
-                    p = predict_serving(case, arch, platform, cal, rel_error)
-                    if not p.fits:
-                        continue
-                    if max_tpot_ms is not None and (p.tpot_s or 0.0) * 1e3 > max_tpot_ms:
-                        continue
-                    if max_ttft_ms is not None and (p.ttft_s or 0.0) * 1e3 > max_ttft_ms:
-                        continue
-                    found.append({**case.model_dump(), "prediction": p, "fits": p.fits,
-                                  "why": _why(case, p, limit, max_tpot_ms, max_ttft_ms)})
-    # ties (equal throughput) go to fewer GPUs, then more precise weights and KV, then the smaller batch
-    found.sort(key=lambda d: (-d["prediction"].e2e_output_tokens_per_s, d["tensor_parallel"], -d["weight_bits"],
-                              -d["kv_bits"], d["batch_size"]))
-    return found[:top]
+        if r.picks:
+            add(change, r.picks[0])
+    if not out and points:
+        floor = min(points, key=lambda p: p.tpot_s if max_tpot_ms is not None else p.ttft_s)
+        s = point_summary(floor)
+        out.append({"change": "none found", **s, "text": "nothing within twice the GPUs meets them; the lowest "
+                    f"{'TPOT' if max_tpot_ms is not None else 'TTFT'} found is {s['tpot_ms' if max_tpot_ms is not None else 'ttft_ms']:,.1f} ms "
+                    f"({floor.config.describe()}): loosen the limit or shorten the prompt/output"})
+    return out

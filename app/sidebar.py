@@ -16,7 +16,11 @@ from pydantic import ValidationError
 from advisor import space
 from app import state
 from knowledge.catalog import arch_from_hf_config, resolve_model, with_host
-from knowledge.schema import LORA_TARGETS, ServeCase, TrainCase
+from knowledge.schema import FORMAT_BITS, LORA_TARGETS, ServeCase, TrainCase
+from models.serve_launch import ENGINE_NAMES, ENGINES
+
+FORMAT_LABELS = {None: "engine default for the GPU", "fp8": "FP8 (W8A8)", "int8": "int8 (W8A8)", "int4": "int4 (AWQ/GPTQ W4A16)",
+                 "bnb-int8": "bitsandbytes LLM.int8", "bnb-nf4": "bitsandbytes NF4"}
 
 TASKS = ("finetune", "pretrain", "serve")
 TASK_LABELS = {"finetune": "fine-tune", "pretrain": "pre-train", "serve": "serve (inference)"}
@@ -183,8 +187,18 @@ def _serve_knobs(count: int) -> tuple[dict[str, Any], dict[str, Any]]:
     if out is not None:
         k["output_len"] = int(out)
     k["weight_bits"] = _choose("Weight precision", space.WEIGHT_BITS, "weight_bits", fmt=lambda b: f"{b}-bit")
+    formats = (None, *(f for f, b in FORMAT_BITS.items() if b == k["weight_bits"] and f != "bf16"))
+    fmt = _choose("Weight format", formats, "weight_format", fmt=lambda f: FORMAT_LABELS.get(f, f),
+                  help="How engines store and multiply the weights; bitsandbytes only when chosen")
+    if fmt:
+        k["weight_format"] = fmt
     k["kv_bits"] = _choose("KV-cache precision", space.KV_BITS, "kv_bits", fmt=lambda b: f"{b}-bit")
+    k["engine"] = _choose("Serving engine", ENGINES, "engine", fmt=ENGINE_NAMES.get)
     k["tensor_parallel"] = st.selectbox("Tensor-parallel GPUs", tuple(range(1, count + 1)), key="tensor_parallel")
+    reps = st.selectbox("Data-parallel replicas", ("all", *range(1, count // k["tensor_parallel"] + 1)), key="replicas",
+                        help="Copies of the model, each on its own tensor-parallel group (all: GPUs // tensor-parallel)")
+    if reps != "all":
+        k["replicas"] = int(reps)
     k.update(_nodes(count))
     st.subheader("Service-level objectives")
     slo: dict[str, Any] = {}
@@ -192,7 +206,9 @@ def _serve_knobs(count: int) -> tuple[dict[str, Any], dict[str, Any]]:
                                          placeholder="no limit", help="Recommendations keep only configurations that meet it")
     slo["max_ttft_ms"] = st.number_input("Max time to first token (ms)", 1.0, 1e7, None, key="max_ttft_ms", placeholder="no limit")
     slo["requests"] = st.number_input("Requests arriving at once", 1, 1 << 20, None, key="requests", placeholder="none",
-                                      help="A burst served with continuous batching by the top pick (Recommendations tab)")
+                                      help="The load every configuration is judged under (Recommendations tab); with a rate: how many arrive")
+    slo["rate"] = st.number_input("Arrival rate (requests/s)", 0.01, 1e6, None, key="rate", placeholder="none",
+                                  help="Poisson arrivals (fixed seed) spread over the replicas")
     return k, slo
 
 

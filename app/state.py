@@ -129,48 +129,31 @@ def train_search(hardware: str, model: str, task: str, gpus: int | None, seq_len
 
 @st.cache_data(show_spinner="Searching serving configurations…", max_entries=64)
 def serve_search(hardware: str, model: str, prompt_len: int, output_len: int, top: int = 10,
-                 max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, requests: int | None = None) -> Result:
-    """`advisor recommend --task serve`: ranked items under the latency limits, and the top pick's burst."""
-    from advisor.serve_search import recommend_serving
+                 max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, requests: int | None = None,
+                 engine: str = "vllm", rate: float | None = None) -> Result:
+    """`advisor recommend --task serve` (``advisor.serve_recommend.serve_recommendation``), as its JSON dict."""
+    from advisor.serve_recommend import serve_recommendation
 
     try:
-        platform = resolve_platform(hardware)
-        arch = resolve_model(json.loads(model))
-        cal = predictor().serving_calibration(platform)
-        items = recommend_serving(arch, platform, cal, prompt_len=prompt_len, output_len=output_len, top=top,
-                                  max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms)
-        burst = None
-        if requests and items:
-            from models.serving import continuous_batching
-
-            c = items[0]
-            burst = continuous_batching(arch, platform, cal, requests, prompt_len, output_len, weight_bits=c["weight_bits"],
-                                        kv_bits=c["kv_bits"], tensor_parallel=c["tensor_parallel"])
-        return {"items": items, "burst": burst}, None
+        return serve_recommendation(hardware, json.loads(model), prompt_len=prompt_len, output_len=output_len,
+                                    engine=engine, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
+                                    requests=requests, rate_per_s=rate, top=top), None
     except ValueError as e:
         return None, one_line(e)
 
 
 @st.cache_data(show_spinner="Computing the comparison mesh…", max_entries=64)
 def compare_mesh(hw_a: str, hw_b: str, model: str, phase: str, batches: tuple[int, ...], seqs: tuple[int, ...]) -> Result:
-    """The CLI's `advisor compare`: ratio mesh, regions in words and the heatmap PNG."""
-    from advisor.commands.compare import heatmap_png
-    from models.compare import comparison_mesh, describe_regions, fits_mesh
+    """The CLI's `advisor compare`: ratio mesh (cells that do not fit or pass the context masked), regions, PNG."""
+    from advisor.commands.compare import heatmap_png, serving_comparison
 
     try:
-        pa, pb = resolve_platform(hw_a), resolve_platform(hw_b)
-        arch = resolve_model(json.loads(model))
-        cal_for = Predictor().serving_calibration
-        ratio, bound = comparison_mesh(arch, pa, pb, cal_for, list(batches), list(seqs), phase)
-        fits = fits_mesh(arch, pa, pb, cal_for, list(batches), list(seqs))
+        m = serving_comparison(hw_a, hw_b, json.loads(model), phase, list(batches), list(seqs), default_seqs=True)
     except ValueError as e:
         return None, one_line(e)
-    name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
-    if name_a == name_b:
-        name_a, name_b = pa.id, pb.id
-    regions = describe_regions(name_a, name_b, list(batches), list(seqs), ratio, bound, fits=fits)
-    png = heatmap_png(ratio, bound, list(batches), list(seqs), name_a, name_b, arch.name, phase, fits)
-    return {"ratio": ratio, "bound": bound, "fits": fits, "regions": regions, "png": png, "a": name_a, "b": name_b}, None
+    png = heatmap_png(m["ratio"], m["bound"], m["batch_sizes"], m["seq_lens"], m["a"], m["b"], m["model"], phase,
+                      m["fits"], m["beyond"])
+    return {**m, "png": png}, None
 
 
 @st.cache_data(show_spinner="Predicting every measured run…")

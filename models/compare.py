@@ -1,19 +1,13 @@
 """The comparison mesh of two cards (LLMRoofline): time ratio over batch size x sequence length. Pure.
 
-Each cell is one GPU's predicted GPU time for one decode step (batch sequences at a KV length of seq)
-or one prefill (batch prompts of seq tokens), weights in 16-bit, no tensor parallelism, as the GPU runs it
-in a CUDA graph (the kernels' floor included; the engine's host work between steps left out).
+Each cell is one GPU's predicted time for one decode step (batch sequences at a KV length of seq) or one
+prefill (batch prompts of seq tokens), weights in 16-bit, no tensor parallelism, from the serving model
+(``advisor.commands.compare.serving_comparison`` asks the Predictor for each cell).
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 from knowledge.schema import ModelArch, PlatformSpec
-from models.calibration import Calibration
-from models.serving import make_setup, max_batch, pass_time
-
-CalFor = Callable[[PlatformSpec], Calibration]  # each card's own calibration (probed ceilings, its profile)
 
 Matrix = list[list[float]]
 BoundMatrix = list[list[tuple[str, str]]]  # ("compute" | "memory" for card A, same for card B)
@@ -21,47 +15,37 @@ FitsMatrix = list[list[tuple[bool, bool]]]  # (fits on card A, fits on card B)
 TIE = 0.02  # ratios within 2% of 1 are a draw
 
 
-def cell_time(arch: ModelArch, platform: PlatformSpec, cal: Calibration, batch: int, seq_len: int,
-              phase: str = "decode") -> tuple[float, str]:
-    """(seconds, "compute" or "memory") of one decode step at kv_len=seq_len or one prefill of seq_len."""
-    if phase not in ("decode", "prefill"):
-        raise ValueError(f"phase must be 'decode' or 'prefill', got {phase!r}")
-    s = make_setup(arch, platform, cal)
-    p = pass_time(s, batch, 1, seq_len, decode=True) if phase == "decode" else pass_time(s, batch, seq_len, 0, decode=False)
-    return p.gpu_s, ("compute" if p.compute_share >= 0.5 else "memory")
-
-
-def comparison_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, cal_for: CalFor,
-                    batch_sizes: list[int], seq_lens: list[int], phase: str = "decode") -> tuple[Matrix, BoundMatrix]:
-    """Rows = batch sizes, columns = sequence lengths. ratio = time_b / time_a (> 1: card A is faster)."""
+def predicted_mesh(cell_a, cell_b, batch_sizes: list[int], seq_lens: list[int], phase: str = "decode",
+                   context: int | None = None) -> tuple[Matrix, BoundMatrix, FitsMatrix, list[list[bool]]]:
+    """The mesh from two predictors of one cell each (``cell_x(batch, seq) -> (seconds, bound, fits)``: the
+    serving model's prediction on that card). Cells beyond the model's ``context`` (a prefill of more tokens
+    than it, or a decode step that would write past it) are not predicted: ``beyond`` marks them, with a
+    neutral ratio of 1 and fits (False, False), so that every view masks them.
+    Returns (ratio = time_b / time_a, bound, fits, beyond)."""
     ratio: Matrix = []
     bound: BoundMatrix = []
+    fits: FitsMatrix = []
+    beyond: list[list[bool]] = []
     for b in batch_sizes:
-        r_row, b_row = [], []
+        r_row, b_row, f_row, x_row = [], [], [], []
         for s in seq_lens:
-            ta, ba = cell_time(arch, platform_a, cal_for(platform_a), b, s, phase)
-            tb, bb = cell_time(arch, platform_b, cal_for(platform_b), b, s, phase)
-            r_row.append(tb / ta)
-            b_row.append((ba, bb))
+            past = context is not None and (s > context if phase == "prefill" else s >= context)
+            if past:
+                r_row.append(1.0)
+                b_row.append(("memory", "memory"))
+                f_row.append((False, False))
+            else:
+                ta, ba, fa = cell_a(b, s)
+                tb, bb, fb = cell_b(b, s)
+                r_row.append(tb / ta)
+                b_row.append((ba, bb))
+                f_row.append((fa, fb))
+            x_row.append(past)
         ratio.append(r_row)
         bound.append(b_row)
-    return ratio, bound
-
-
-def cell_fits(arch: ModelArch, platform: PlatformSpec, cal: Calibration, batch: int, seq_len: int) -> bool:
-    """Do the 16-bit weights, ``batch`` sequences of KV cache at ``seq_len`` and the prefill transients fit one GPU?"""
-    return batch <= max_batch(make_setup(arch, platform, cal), seq_len, seq_len)
-
-
-def fits_mesh(arch: ModelArch, platform_a: PlatformSpec, platform_b: PlatformSpec, cal_for: CalFor,
-              batch_sizes: list[int], seq_lens: list[int]) -> FitsMatrix:
-    """Rows = batch sizes, columns = sequence lengths: (fits on A, fits on B). A cell that does not fit
-    on a card has a time but no meaning there; the views mask it."""
-    limits = {}
-    for name, p in (("a", platform_a), ("b", platform_b)):
-        s = make_setup(arch, p, cal_for(p))
-        limits[name] = {seq: max_batch(s, seq, seq) for seq in seq_lens}
-    return [[(b <= limits["a"][seq], b <= limits["b"][seq]) for seq in seq_lens] for b in batch_sizes]
+        fits.append(f_row)
+        beyond.append(x_row)
+    return ratio, bound, fits, beyond
 
 
 def _span(values: list[int], idx: list[int], unit: str) -> str:
@@ -96,7 +80,8 @@ def _bound_phrase(a: str, b: str, name_a: str, name_b: str) -> str:
 
 
 def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens: list[int], ratio: Matrix,
-                     bound: BoundMatrix, tie: float = TIE, fits: FitsMatrix | None = None) -> list[str]:
+                     bound: BoundMatrix, tie: float = TIE, fits: FitsMatrix | None = None,
+                     beyond: list[list[bool]] | None = None, context: int | None = None) -> list[str]:
     """One sentence per (winner, bound regime): 'A100 wins where both are compute-bound: batch ≥ 64 at seq ≤ 512'.
 
     With ``fits``, cells that do not fit on one card or both are described as such, not as a winner.
@@ -105,13 +90,16 @@ def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens:
     for i, row in enumerate(ratio):
         for j, r in enumerate(row):
             fa, fb = fits[i][j] if fits else (True, True)
-            if not (fa and fb):
+            if beyond and beyond[i][j]:
+                key = ("context", ("", ""))
+            elif not (fa and fb):
                 key = ("oom", ("a" if fa else "", "b" if fb else ""))
             else:
                 key = (name_a if r > 1 + tie else name_b if r < 1 - tie else "neither", bound[i][j])
             groups.setdefault(key, []).append((i, j))
     lines = []
-    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "oom", kv[0][0] == "neither", -len(kv[1]))):
+    for (who, (ba, bb)), cells in sorted(groups.items(), key=lambda kv: (kv[0][0] == "context", kv[0][0] == "oom",
+                                                                         kv[0][0] == "neither", -len(kv[1]))):
         # per sequence column, which batch rows; then merge neighbouring columns with the same rows
         by_col: dict[int, list[int]] = {}
         for i, j in cells:
@@ -125,6 +113,10 @@ def describe_regions(name_a: str, name_b: str, batch_sizes: list[int], seq_lens:
                 else:
                     parts.append(([j], run))
         where = "; ".join(f"{_span(batch_sizes, rows, 'batch')} at {_span(seq_lens, cols, 'seq')}" for cols, rows in parts)
+        if who == "context":
+            lines.append(f"beyond the model's {context:,}-token context (not predicted): {where}" if context
+                         else f"beyond the model's context (not predicted): {where}")
+            continue
         if who == "oom":
             only = name_a if ba else name_b if bb else None
             lines.append(f"only {only} fits the model and KV cache: {where}" if only else f"neither card fits the model and KV cache: {where}")

@@ -78,7 +78,9 @@ def test_refuses_meaningless_combinations(tmp_path):
     r = _run("--task", "pretrain", "--method", "qlora", "--out", out)
     assert r.exit_code == 1 and "method 'qlora'" in r.output
     r = _run("--task", "serve", "--out", out)
-    assert r.exit_code == 1 and "serve" in r.output
+    assert r.exit_code == 2 and "for training" in r.output and "advisor recommend --task serve" in r.output
+    r = _run("--case", '{"id": "s", "hardware": "h100x1", "model": "7b", "task": "serve", "zero_stage": 2}', "--out", out)
+    assert r.exit_code == 2 and "unknown field" not in r.output and "launch line" in r.output
     r = _run("--method", "qlra", "--out", out)
     assert r.exit_code == 1 and "qlora" in r.output  # the closest valid value
     assert not (tmp_path / "x.json").exists()

@@ -16,7 +16,8 @@ from knowledge.errors import AdvisorError
 from knowledge.schema import ServeCase, ServePrediction
 from knowledge.units import GBps, GiB, TFLOP
 from models.architecture import linears, param_counts
-from models.compare import comparison_mesh, describe_regions
+from advisor.commands.compare import serving_comparison
+from models.compare import describe_regions
 from models.calibration import from_fit
 from models.serving import (
     continuous_batching, decode_step_s, expected_experts, make_setup, pass_time, predict_serving, weight_bytes,
@@ -156,21 +157,21 @@ def test_continuous_batching_beats_one_request_at_a_time():
 # --- the comparison mesh (SEEDS.md section 2) -------------------------------------------------------
 
 BATCH, SEQ = [1, 4, 16, 64, 256], [128, 512, 2048, 8192, 32768]
+SEQ_13B = [128, 512, 1024, 2048, 4000]  # Llama-2-13B's context is 4096 tokens
 
 
 def test_a100_vs_h20_mesh_llama2_13b():
-    ratio, bound = comparison_mesh(resolve_model("llama2-13b"), resolve_platform("a100x1"), resolve_platform("h20x1"),
-                                   Predictor().serving_calibration, BATCH, SEQ)
+    m = serving_comparison("a100x1", "h20x1", "llama2-13b", "decode", BATCH, SEQ_13B)
+    ratio, bound = m["ratio"], m["bound"]
     assert ratio[-1][0] > 1.1 and bound[-1][0] == ("compute", "compute")  # large batch, short sequence: A100
     assert all(row[-1] < 0.9 for row in ratio)  # long sequences: H20 at any batch
     assert bound[0][0] == ("memory", "memory")
-    lines = describe_regions("A100", "H20", BATCH, SEQ, ratio, bound)
+    lines = describe_regions("A100", "H20", BATCH, SEQ_13B, ratio, bound)
     assert any(line.startswith("A100 wins where both are compute-bound") for line in lines)
 
 
 def test_mixtral_decode_is_memory_bound_and_h20_wins_everywhere():
-    ratio, _ = comparison_mesh(resolve_model("mixtral-8x7b"), resolve_platform("a100x1"), resolve_platform("h20x1"),
-                               Predictor().serving_calibration, BATCH, SEQ)
+    ratio = serving_comparison("a100x1", "h20x1", "mixtral-8x7b", "decode", BATCH, SEQ)["ratio"]
     assert all(r < 1 for row in ratio for r in row)
 
 

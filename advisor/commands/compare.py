@@ -48,8 +48,9 @@ MASK_COLOUR = "#c8c8c8"
 
 def heatmap_png(ratio: list[list[float]], bound: list[list[tuple[str, str]]], batch_sizes: list[int],
                 seq_lens: list[int], name_a: str, name_b: str, model: str, phase: str,
-                fits: list[list[tuple[bool, bool]]] | None = None) -> bytes:
-    """PNG bytes of the annotated mesh: blue = A faster, red = B faster, white = a draw, grey = does not fit."""
+                fits: list[list[tuple[bool, bool]]] | None = None, beyond: list[list[bool]] | None = None) -> bytes:
+    """PNG bytes of the annotated mesh: blue = A faster, red = B faster, white = a draw, grey = does not fit
+    or lies beyond the model's context (the cell says which)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -73,6 +74,8 @@ def heatmap_png(ratio: list[list[float]], bound: list[list[tuple[str, str]]], ba
             if not ok[i][j]:
                 fa, fb = fits[i][j]  # type: ignore[index]
                 text = f"only {name_a}\nfits" if fa else f"only {name_b}\nfits" if fb else "does not\nfit"
+                if beyond and beyond[i][j]:
+                    text = "beyond\ncontext"
                 ax.text(j, i, text, ha="center", va="center", fontsize=9, color="#333333")
                 continue
             ba, bb = bound[i][j]
@@ -90,7 +93,10 @@ def heatmap_png(ratio: list[list[float]], bound: list[list[tuple[str, str]]], ba
     handles = [Patch(color=matplotlib.colormaps["RdBu"](0.9), label=f"{name_a} faster (> 1)"),
                Patch(color=matplotlib.colormaps["RdBu"](0.1), label=f"{name_b} faster (< 1)")]
     if not all(all(r) for r in ok):
-        handles.append(Patch(color=MASK_COLOUR, label="does not fit on one card or both"))
+        label = "does not fit on one card or both"
+        if beyond and any(any(r) for r in beyond):
+            label += ", or beyond the model's context"
+        handles.append(Patch(color=MASK_COLOUR, label=label))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(handles), fontsize=9, frameon=False)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -116,10 +122,6 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="Print the mesh as one JSON object instead of a table."),
 ) -> None:
     """Which of two cards serves a model faster, over batch size x sequence length (roofline mesh)."""
-    from knowledge.catalog import resolve_model, resolve_platform
-    from advisor.predictor import Predictor
-    from models.compare import comparison_mesh, describe_regions, fits_mesh
-
     if phase not in ("decode", "prefill"):
         fail(f"--phase must be 'decode' or 'prefill', got {phase!r}", code=2)
     batches, seqs = _ints(batch, "--batch", MAX_BATCH), _ints(seq, "--seq", MAX_SEQ)
@@ -133,48 +135,90 @@ def compare(
                 fail(f"--model is not valid JSON: {getattr(e, 'msg', type(e).__name__)}", code=2)
         else:
             model_arg = model
-        pa, pb = resolve_platform(hardware), resolve_platform(vs)
-        arch = resolve_model(model_arg)
-        from advisor.cases import context_length
-
-        ctx = context_length(arch)
-        if ctx is not None and seqs[-1] > ctx and seq == DEFAULT_SEQ:  # the default grid stops at the context
-            seqs = sorted({*(x for x in seqs if x <= ctx), ctx})
-        if ctx is not None and seqs[-1] > ctx:
-            raise AdvisorError(f"--seq {seqs[-1]} exceeds the {ctx}-token context of {arch.name}")
-        cal_for = Predictor().serving_calibration
-        ratio, bound = comparison_mesh(arch, pa, pb, cal_for, batches, seqs, phase)
-        fits = fits_mesh(arch, pa, pb, cal_for, batches, seqs)
+        m = serving_comparison(hardware, vs, model_arg, phase, batches, seqs, default_seqs=seq == DEFAULT_SEQ)
     except AdvisorError as e:
         fail(str(e))
     except (ArithmeticError, ValueError) as e:  # sizes so extreme the arithmetic breaks
         fail(f"cannot compute this mesh ({type(e).__name__}: {str(e)[:120]})")
-    name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
-    if name_a == name_b:
-        name_a, name_b = pa.id, pb.id
-    regions = describe_regions(name_a, name_b, batches, seqs, ratio, bound, fits=fits)
+    ratio, bound, fits, beyond, seqs = m["ratio"], m["bound"], m["fits"], m["beyond"], m["seq_lens"]
+    name_a, name_b, ctx, regions = m["a"], m["b"], m["context"], m["regions"]
+    pa_id, pb_id, arch_name = m["a_id"], m["b_id"], m["model"]
     if not no_png:
-        png = png or default_png(name_a, name_b, arch.name, phase)
+        png = png or default_png(name_a, name_b, arch_name, phase)
         try:
-            atomic_write_bytes(png, heatmap_png(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase, fits))
+            atomic_write_bytes(png, heatmap_png(ratio, bound, batches, seqs, name_a, name_b, arch_name, phase, fits, beyond))
         except OSError as e:
             fail(f"cannot write {str(png)!r}: {e.strerror or e}")
     if as_json:
-        out = {"a": pa.id, "b": pb.id, "model": arch.name, "phase": phase, "batch_sizes": batches, "seq_lens": seqs,
+        out = {"a": pa_id, "b": pb_id, "model": arch_name, "phase": phase, "batch_sizes": batches, "seq_lens": seqs,
                "ratio_b_over_a": ratio, "bound": [[list(c) for c in row] for row in bound],
-               "fits": [[list(c) for c in row] for row in fits], "regions": regions}
+               "fits": [[list(c) for c in row] for row in fits], "beyond_context": beyond, "context": ctx,
+               "regions": regions}
         if not no_png:
             out["png"] = str(png)
         typer.echo(json.dumps(out))
         return
-    _print_table(ratio, bound, batches, seqs, name_a, name_b, arch.name, phase, fits)
+    _print_table(ratio, bound, batches, seqs, name_a, name_b, arch_name, phase, fits, beyond, ctx)
     for line in regions:
         console.print(f"• {line}")
     if not no_png:
         console.print(f"heatmap written to {png}", highlight=False, soft_wrap=True)
 
 
-def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: str, phase: str, fits=None) -> None:
+def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[int], seqs: list[int],
+                       default_seqs: bool = False) -> dict:
+    """The one comparison the CLI and the explorer format: both cards through the serving model, cells that
+    do not fit or pass the model's context masked, the regions in words. Raises AdvisorError."""
+    from advisor.cases import context_length
+    from advisor.predictor import Predictor
+    from knowledge.catalog import resolve_model, resolve_platform
+    from models.compare import describe_regions, predicted_mesh
+
+    if phase not in ("decode", "prefill"):
+        raise AdvisorError(f"phase must be 'decode' or 'prefill', got {phase!r}")
+    pa, pb = resolve_platform(hardware), resolve_platform(vs)
+    arch = resolve_model(model)
+    ctx = context_length(arch)
+    seqs = list(seqs)
+    if ctx is not None and seqs[-1] > ctx and default_seqs:  # the default grid stops at the context
+        seqs = sorted({*(x for x in seqs if x <= ctx), ctx})
+    if ctx is not None and seqs[0] > ctx:
+        raise AdvisorError(f"--seq {seqs[0]} exceeds the {ctx}-token context of {arch.name}: every cell would be masked")
+    predictor = Predictor()
+    cell_a, cell_b = (serve_cell(predictor, hw, model, phase) for hw in (hardware, vs))
+    ratio, bound, fits, beyond = predicted_mesh(cell_a, cell_b, list(batches), seqs, phase, ctx)
+    name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
+    if name_a == name_b:
+        name_a, name_b = pa.id, pb.id
+    regions = describe_regions(name_a, name_b, list(batches), seqs, ratio, bound, fits=fits, beyond=beyond, context=ctx)
+    return {"a": name_a, "b": name_b, "a_id": pa.id, "b_id": pb.id, "model": arch.name, "phase": phase,
+            "batch_sizes": list(batches), "seq_lens": seqs, "ratio": ratio, "bound": bound, "fits": fits,
+            "beyond": beyond, "context": ctx, "regions": regions}
+
+
+def serve_cell(predictor, hardware: str, model, phase: str):
+    """One card's cell for the mesh, from the serving model (``Predictor``): one GPU, 16-bit weights and KV,
+    a decode step at a KV length of ``seq`` or a prefill of ``seq`` tokens. Returns (seconds, bound, fits)."""
+    from knowledge.schema import ServeCase
+
+    def cell(batch: int, seq: int) -> tuple[float, str, bool]:
+        p = predictor.predict(ServeCase(id=f"{hardware}-b{batch}-s{seq}", hardware=hardware, model=model, task="serve",
+                                        batch_size=batch, prompt_len=seq, kv_len=seq, tensor_parallel=1, replicas=1,
+                                        weight_bits=16, kv_bits=16))
+        bd = p.breakdown
+        if phase == "prefill":
+            t, compute = p.prefill_s, bd.prefill_compute_s if bd else 0.0
+            rest = bd.prefill_memory_s if bd else 1.0
+        else:
+            t, compute = p.decode_step_s, bd.decode_compute_s if bd else 0.0
+            rest = (bd.decode_weights_s + bd.decode_kv_s) if bd else 1.0
+        return t, ("compute" if compute >= rest else "memory"), p.fits
+
+    return cell
+
+
+def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: str, phase: str, fits=None,
+                 beyond=None, context: int | None = None) -> None:
     from rich.table import Table
 
     from models.compare import TIE
@@ -189,6 +233,9 @@ def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: s
         cells = []
         for j, r in enumerate(ratio[i]):
             fa, fb = fits[i][j] if fits else (True, True)
+            if beyond and beyond[i][j]:
+                cells.append("[dim]> context[/]")
+                continue
             if not (fa and fb):
                 cells.append(f"[dim]{'only ' + name_a if fa else 'only ' + name_b if fb else 'no fit'}[/]")
                 continue
@@ -198,7 +245,8 @@ def _print_table(ratio, bound, batches, seqs, name_a: str, name_b: str, model: s
         t.add_row(str(b), *cells)
     console.print(t)
     console.print(f"[{A_COLOUR}]blue[/]: {name_a} faster, [{B_COLOUR}]red[/]: {name_b} faster, plain: within {TIE:.0%}, "
-                  "[dim]grey[/]: does not fit on that card (as in the heatmap)")
+                  "[dim]grey[/]: does not fit on that card (as in the heatmap)"
+                  + (f"; [dim]> context[/]: past the model's {context:,}-token context, not predicted" if beyond and any(any(r) for r in beyond) else ""))
 
 
 def register(app: typer.Typer) -> None:

@@ -45,6 +45,25 @@ def validate_with_deepspeed(cfg: dict) -> str | None:
     return None
 
 
+SERVE_MESSAGE = ("DeepSpeed configs are for training (pretrain, finetune); for serving use "
+                 "`advisor recommend --task serve`, which prints the engine's launch line (vLLM, SGLang, TensorRT-LLM)")
+
+
+def _is_serve_case(text: str) -> bool:
+    """Whether --case (inline JSON or a file) is a serving case, before its fields are checked: a serving case
+    with training keys would otherwise be answered with an unknown-field error."""
+    import json
+
+    from advisor.cases import MAX_CASE_FILE_BYTES
+    from knowledge.store import read_bounded_text
+
+    try:
+        obj = json.loads(text if text.strip().startswith("{") else read_bounded_text(text, MAX_CASE_FILE_BYTES, "case file"))
+    except Exception:  # noqa: BLE001 - unreadable or not JSON: case_from_arg says why
+        return False
+    return isinstance(obj, dict) and obj.get("task") == "serve"
+
+
 def _choice(value: str, valid: tuple, flag: str) -> str:
     from knowledge.errors import unknown
 
@@ -89,6 +108,8 @@ def deepspeed_config_cmd(
     from models.deepspeed_config import deepspeed_config
     from models.setup import check_combination
 
+    if task == "serve" or (case and _is_serve_case(case)):
+        fail(SERVE_MESSAGE, code=2)
     try:
         if case:
             c = case_from_arg(case)
@@ -101,8 +122,6 @@ def deepspeed_config_cmd(
                 _choice(method, METHODS, "--method")
             if quantization:
                 _choice(quantization, QUANTIZATIONS, "--quantization")
-            if task == "serve":
-                fail("--task serve has no DeepSpeed config: serving picks come from `advisor recommend --task serve`")
             fields = dict(id="cli", hardware=with_host(hardware, host_ram_gib, cpu_cores), model=model, task=task,
                           zero_stage=zero_stage, offload=offload, recompute=recompute, flash_attention=flash_attention,
                           micro_batch_size=micro_batch_size, grad_accum=grad_accum, seq_len=seq_len, lora_rank=lora_rank, gpus=gpus)
@@ -117,7 +136,7 @@ def deepspeed_config_cmd(
                 fields["quantization"] = quantization
             c = parse_case(fields)
         if not isinstance(c, TrainCase):
-            fail("a serving case has no DeepSpeed config; use a pretrain or finetune case")
+            fail(SERVE_MESSAGE, code=2)
         if c.engine != "deepspeed":
             fail("engine 'pytorch' runs without DeepSpeed; there is no config to write")
         reason = invalid_reason(c.task, c.method, c.engine, c.zero_stage, c.offload, c.quantization)

@@ -69,14 +69,16 @@ def recommend(
     sampler: Sampler = typer.Option(Sampler.auto, "--sampler", help="auto = exhaustive for small spaces, else TPE."),
     trials: Optional[int] = typer.Option(None, "--trials", min=1, max=MAX_TRIALS, help="Trials (default: the whole space, or 200 for TPE)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Sampler seed: same inputs, same answer."),
-    engine: str = typer.Option("deepspeed", "--engine", help="deepspeed, pytorch, or both (comma-separated)."),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Training: deepspeed (default), pytorch, or both (comma-separated). Serve: vllm (default), sglang or trtllm: the engine named in the table and launch line."),
     lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
     prompt_len: int = typer.Option(512, "--prompt-len", min=1, max=MAX_TOKENS, help="serve: prompt tokens."),
     output_len: int = typer.Option(256, "--output-len", min=1, max=MAX_TOKENS, help="serve: generated tokens."),
-    max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, max=MAX_MS, help="serve: limit on time per output token."),
-    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", min=0.0, max=MAX_MS, help="serve: limit on time to first token."),
-    requests: Optional[int] = typer.Option(None, "--requests", min=1, max=MAX_REQUESTS, help="serve: also predict this many requests arriving at once (continuous batching)."),
-    out_dir: Path = typer.Option(Path("advisor-out"), "--out-dir", help="Where the top pick's DeepSpeed JSON is written."),
+    max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, max=MAX_MS, help="serve: limit on the mean time per output token, ms. TPOT = (request latency - TTFT) / (output tokens - 1), as vLLM's benchmark_serving defines it."),
+    max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", min=0.0, max=MAX_MS, help="serve: limit on the mean time to first token, ms. TTFT = time from a request's arrival to its first output token, queueing included."),
+    requests: Optional[int] = typer.Option(None, "--requests", min=1, max=MAX_REQUESTS, help="serve: the load: this many requests arriving at once (with --rate: how many arrive, default 1000). Without either, each batch arrives at once."),
+    rate: Optional[float] = typer.Option(None, "--rate", min=0.0, max=1e9, help="serve: the load: requests arriving per second (Poisson, fixed seed), spread over the replicas."),
+    weight_format: Optional[str] = typer.Option(None, "--weight-format", help="serve: weight formats to search, comma-separated: bf16, fp8, int8, int4 (default: those the GPU runs), bnb-int8, bnb-nf4 (bitsandbytes, only when named)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Where the top pick's files are written: the DeepSpeed JSON (training, default advisor-out), serve.sh and serve.json (serve, only when given)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     wide: bool = typer.Option(False, "--wide", help="All columns: step time, fits and the full why (default fits 80 columns)."),
 ) -> None:
@@ -90,9 +92,16 @@ def recommend(
     from knowledge.catalog import resolve_model, resolve_platform
 
     for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--headroom", headroom),
-                        ("--inter-node-gbps", inter_node_gbps)):
+                        ("--inter-node-gbps", inter_node_gbps), ("--rate", rate)):
         if value is not None and not math.isfinite(value):
             fail(f"{flag} must be a finite number, got {value!r}", code=2)
+    for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--rate", rate)):
+        if value is not None and value <= 0:
+            fail(f"{flag} must be a positive number, got {value:g}", code=2)
+    if task == Task.serve:
+        serve_engine, formats = _serve_choices(engine, weight_format)
+    elif weight_format or rate is not None:
+        fail("--weight-format and --rate are serving options: give --task serve", code=2)
     if study_name is not None and not (study_name.strip() and study_name.isprintable() and len(study_name) <= 200):
         fail(f"--study-name must be 1-200 printable characters, got {study_name[:40]!r}", code=2)
     confirm_hardware = hardware + _host_flags(host_ram_gib, cpu_cores)
@@ -127,17 +136,21 @@ def recommend(
 
             if ctx is not None and prompt_len + output_len > ctx:
                 raise AdvisorError(f"--prompt-len {prompt_len} + --output-len {output_len} exceeds the {ctx}-token context of {arch.name}")
-            recommend_serve(hardware, arch_model, load_efficiencies(task="serve"), prof, top=top, prompt_len=prompt_len, output_len=output_len,
-                            max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms, as_json=as_json, requests=requests, gpus=gpus,
-                            wide=wide)
+            if out_dir is not None:
+                check_writable(out_dir, "--out-dir", folder=True)
+                check_writable(out_dir / "serve.sh", "--out-dir")
+            recommend_serve(hardware, arch_model, prof, top=top, prompt_len=prompt_len, output_len=output_len,
+                            engine=serve_engine, weight_formats=formats, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
+                            requests=requests, rate_per_s=rate, gpus=gpus, as_json=as_json, wide=wide, out_dir=out_dir)
             return
+        out_dir = out_dir or Path("advisor-out")
         if ctx is not None and seq_len > ctx:
             raise AdvisorError(f"--seq-len {seq_len} exceeds the {ctx}-token context of {arch.name}")
         if lora_rank > arch.hidden_size:
             raise AdvisorError(f"--lora-rank {lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}")
         check_writable(out_dir, "--out-dir", folder=True)
         check_writable(out_dir / "ds_config.json", "--out-dir")
-        engines = tuple(e.strip() for e in engine.split(","))
+        engines = tuple(e.strip() for e in (engine or "deepspeed").split(","))
         bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
         if bad:
             fail(f"--engine {bad[0]!r} is not one of deepspeed, pytorch")
@@ -156,6 +169,23 @@ def recommend(
         fail(str(e))
     except OSError as e:  # the config could not be written after all (disk full, a race)
         fail(f"cannot write into --out-dir {str(out_dir)!r}: {e.strerror or e}")
+
+
+def _serve_choices(engine: str | None, weight_format: str | None) -> tuple[str, tuple[str, ...] | None]:
+    """--engine and --weight-format of a serving job; a bad value exits 2 naming the valid ones."""
+    from knowledge.schema import FORMAT_BITS
+    from models.serve_launch import ENGINES
+
+    engine = engine or "vllm"
+    if engine not in ENGINES:
+        fail(f"--engine {engine!r} is not a serving engine; valid: {', '.join(ENGINES)}", code=2)
+    if weight_format is None:
+        return engine, None
+    formats = tuple(f.strip() for f in weight_format.split(",") if f.strip())
+    bad = next((f for f in formats if f not in FORMAT_BITS), None) if formats else weight_format
+    if bad is not None:
+        fail(f"--weight-format {bad!r} is not a weight format; valid: {', '.join(FORMAT_BITS)}", code=2)
+    return engine, formats
 
 
 def _host_flags(host_ram_gib: float | None, cpu_cores: int | None) -> str:

@@ -13,7 +13,7 @@ SEQS = (128, 512, 2048, 8192, 32768)
 
 def render(sel: Selection) -> None:
     st.markdown(f"Serving comparison of **{state.hardware_label(sel.hardware)}** (A) and **{sel.hardware_b}** (B) — set B under "
-                "*Second platform* in the sidebar. One GPU each, 16-bit weights, no tensor parallelism.")
+                "*Second platform* in the sidebar. One GPU each, 16-bit weights, no tensor parallelism, through the same serving model as the predictions.")
     phase = st.radio("Phase", ("decode", "prefill"), key="compare_phase", horizontal=True,
                      format_func={"decode": "decode (one step at a KV-cache length)", "prefill": "prefill (one prompt of that length)"}.get)
     res, err = state.compare_mesh(sel.hardware, sel.hardware_b, sel.model_key, phase, BATCHES, SEQS)
@@ -22,7 +22,7 @@ def render(sel: Selection) -> None:
         return
     st.image(res["png"], width="stretch",
              caption=f"time on {res['b']} / time on {res['a']}: blue (> 1) means {res['a']} is faster, red (< 1) {res['b']}; "
-                     "grey cells do not fit on one card or both")
+                     "grey cells do not fit on one card or both, or pass the model's context (each cell says which)")
     st.markdown("**Where each card wins**")
     for line in res["regions"]:
         st.markdown(f"- {line}")

@@ -49,36 +49,52 @@ def _serve(sel: Selection) -> None:
     out_len = k.get("output_len") or 256
     slo = sel.slo
     res, err = state.serve_search(sel.hardware, sel.model_key, k["prompt_len"], out_len, TOP,
-                                  slo.get("max_tpot_ms"), slo.get("max_ttft_ms"), slo.get("requests"))
+                                  slo.get("max_tpot_ms"), slo.get("max_ttft_ms"), slo.get("requests"),
+                                  k.get("engine", "vllm"), slo.get("rate"))
     if err:
         st.error(err)
         return
-    items = res["items"]
-    limits = [f"time per output token ≤ {slo['max_tpot_ms']:g} ms" if slo.get("max_tpot_ms") else "",
-              f"time to first token ≤ {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") else ""]
+    limits = [f"mean time per output token ≤ {slo['max_tpot_ms']:g} ms" if slo.get("max_tpot_ms") else "",
+              f"mean time to first token ≤ {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") else ""]
     limits_text = " and ".join(x for x in limits if x)
-    if not items:
-        st.error(f"Nothing fits on {state.hardware_label(sel.hardware)}{' under ' + limits_text if limits_text else ''}: try more GPUs "
-                 "(tensor parallel), 4-bit weights, or looser service-level objectives.")
+    if res["rate_per_s"]:
+        load = f"{res['requests'] or 1000:,} requests arriving at {res['rate_per_s']:g}/s (Poisson, seed 0)"
+    elif res["requests"]:
+        load = f"{res['requests']:,} requests at once"
+    else:
+        load = "each batch of requests arriving at once"
+    if not res["recommendations"]:
+        st.error(f"Nothing fits on {state.hardware_label(sel.hardware)}" if res["nothing_fits"] else
+                 f"No configuration on {state.hardware_label(sel.hardware)} meets {limits_text} ({load}).")
+        if res["closest_miss"]:
+            st.markdown(f"**Closest miss:** {res['closest_miss']['text']}")
+        if res["would_meet"]:
+            st.markdown("**What would meet them:**\n" + "\n".join(f"- {w['text']}" for w in res["would_meet"]))
+        st.caption(res["definitions"])
         return
     rows = []
-    for i, it in enumerate(items, start=1):
-        p = it["prediction"]
-        rows.append({"#": i, "concurrent sequences": it["batch_size"], "tensor-parallel GPUs": it["tensor_parallel"],
-                     "weights": f"{it['weight_bits']}-bit", "KV cache": f"{it['kv_bits']}-bit",
-                     "output tokens/s": round(p.e2e_output_tokens_per_s or 0),
-                     "time to first token (ms)": round((p.ttft_s or 0) * 1e3),
-                     "time per output token (ms)": round((p.tpot_s or 0) * 1e3, 1),
-                     "GiB per GPU": round(p.peak_mem_gib, 1), "why": it["why"]})
-    st.markdown(f"Serving on **{state.hardware_label(sel.hardware)}**, prompt {k['prompt_len']} → {out_len} tokens: batch × tensor parallel × "
-                "weight precision × KV precision, exhaustively (as `advisor recommend --task serve`)"
-                + (f", keeping only those with {limits_text}" if limits_text else ""))
+    for r in res["recommendations"]:
+        c = r["configuration"]
+        rows.append({"#": r["rank"], "TP x replicas": f"{c['tensor_parallel']}x{c['replicas']}",
+                     "weights": c["weight_format"], "KV cache": c["kv_cache_dtype"], "sequences per replica": c["max_num_seqs"],
+                     "output tokens/s (all replicas)": round(r["e2e_output_tokens_per_s"]),
+                     "time to first token (ms)": round(r["ttft_s"] * 1e3),
+                     "time per output token (ms)": round(r["tpot_s"] * 1e3, 1),
+                     "GiB per GPU": round(r["peak_mem_gib"], 1), "why": r["why"]})
+    st.markdown(f"Serving on **{state.hardware_label(sel.hardware)}** with **{res['engine']}**, prompt {k['prompt_len']} → "
+                f"{out_len} tokens, load: {load}: tensor parallel × replicas × weight format × KV cache × batch, "
+                "exhaustively (as `advisor recommend --task serve`)" + (f", keeping only those with {limits_text}" if limits_text else ""))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption(res["definitions"])
+    st.markdown("**Launch the top pick:**")
+    st.code("\n".join(res["launch"]["lines"]), language="bash")
+    st.download_button("Download serve.sh", res["launch"]["script"], file_name="serve.sh", mime="text/x-shellscript",
+                       key="dl_serve")
     burst = res.get("burst")
-    if burst:
-        st.markdown(f"**{slo['requests']:,} requests at once** on the top pick (continuous batching, {burst['batch_size']} running, "
-                    f"{burst['waves']} waves): {burst['total_s']:.1f} s in all, {burst['output_tokens_per_s']:,.0f} output tokens/s, "
-                    f"mean time to first token {burst['mean_ttft_s']:.2f} s, {burst['tpot_s'] * 1e3:.1f} ms per output token")
+    if burst and res["requests"] and not res["rate_per_s"]:
+        st.markdown(f"**{res['requests']:,} requests at once** on the top pick: {burst['duration_s']:.1f} s in all, "
+                    f"{burst['output_tokens_per_s']:,.0f} output tokens/s, mean time to first token {burst['mean_ttft_s']:.2f} s, "
+                    f"{burst['mean_tpot_s'] * 1e3:.1f} ms per output token")
 
 
 def render(sel: Selection) -> None:
