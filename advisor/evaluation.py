@@ -288,7 +288,8 @@ class ServeRow(_Measured):
             skip = ("prefill", "decode")
         return (None if "prefill" in skip else m.prefill_s,
                 m.decode_step_s if graph and "decode" not in skip else None,
-                m.e2e_output_tokens_per_s if not skip else None)
+                # end to end only where its prefill was graph-captured too (older runs timed it eagerly)
+                m.e2e_output_tokens_per_s if not skip and m.prefill_s is not None else None)
 
 
     @property

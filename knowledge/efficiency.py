@@ -139,3 +139,9 @@ def load_probe_ratios() -> dict[str, dict]:
     """Probe/datasheet ratios by GPU generation, averaged over the bundled profiles (``advisor calibrate``
     writes them); {} when the file is absent (then the datasheet is the frame)."""
     return json.loads(PROBE_RATIOS.read_text()).get("ratios", {}) if PROBE_RATIOS.exists() else {}
+
+
+def load_serving_held_out(name: str = "fitted") -> dict[str, dict]:
+    """The serving fit's held-out errors: {"gpu": {...}, "model": {...}}, each field with MAPE and n."""
+    data = _fit_file(name)
+    return {by: data[f"serving_held_out_by_{by}"] for by in ("model", "gpu") if data.get(f"serving_held_out_by_{by}")}

@@ -120,7 +120,11 @@ def build_model(
             return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
 
     # Quantized base: a one-layer shell for embeddings / norm / rotary / lm_head, then the real layers.
-    engine = quantization in ENGINE_FORMATS  # engines' FP8 / int8 / int4 kernels (probes.engine_linears)
+    # "engine:fp8" / "engine:int8" / "engine:int4": engines' kernels (probes.engine_linears); plain "int8" and
+    # "nf4" are bitsandbytes, as training's quantized bases
+    engine = quantization.startswith("engine:")
+    if engine and quantization[7:] not in ENGINE_FORMATS:
+        raise ValueError(f"unknown engine format {quantization[7:]!r} (one of {', '.join(ENGINE_FORMATS)})")
     if not engine:
         _bnb()  # fail early, before allocating anything, when bitsandbytes is missing
     shell_cfg = hf_config(arch, 1, attn_impl=attn_impl, use_cache=use_cache)
@@ -135,7 +139,7 @@ def build_model(
         with torch.device(device), _default_dtype(dtype):
             layer = layer_cls(cfg, layer_idx=i)
         if engine:
-            quantize_layer_for_engine(layer, quantization)
+            quantize_layer_for_engine(layer, quantization[7:])
         else:
             quantize_linears(layer, quantization, device)
         layers.append(layer)

@@ -17,7 +17,16 @@ from typing import Any, Callable
 from knowledge.schema import Measured, ModelArch, ServeCase
 from probes.train_step import is_oom, one_line, oom_guarded, peak_gib, setup_distributed
 
-_QUANT = {16: "none", 8: "int8", 4: "nf4"}
+# how each weight format is built (probes.hf_model): engines' kernels, or bitsandbytes when named
+_BUILD = {"bf16": "none", "fp8": "engine:fp8", "int8": "engine:int8", "int4": "engine:int4", "bnb-int8": "int8", "bnb-nf4": "nf4"}
+
+
+def build_quantization(case: ServeCase, gpu_has_fp8: bool = True) -> str:
+    from knowledge.serving_formats import FORMATS
+
+    fmt = case.weight_format or {16: "bf16", 8: "fp8" if gpu_has_fp8 else "int8", 4: "int4"}[case.weight_bits]
+    assert fmt in FORMATS
+    return _BUILD[fmt]
 
 
 def run_serving(
@@ -57,7 +66,8 @@ def _run(case: ServeCase, arch: ModelArch, d: Any, repeats: int, info: dict) -> 
 
     dtype = torch.bfloat16 if d.cuda else torch.float32
     model = build_model(arch, device=d.device, dtype=dtype, attn_impl="sdpa",
-                        quantization=_QUANT[case.weight_bits], use_cache=True)
+                        quantization=build_quantization(case, d.cuda and torch.cuda.get_device_capability(d.device) >= (8, 9)),
+                        use_cache=True)
     model.eval()
 
     def sync() -> None:
@@ -68,7 +78,15 @@ def _run(case: ServeCase, arch: ModelArch, d: Any, repeats: int, info: dict) -> 
     with torch.inference_mode():
         prompt = torch.randint(0, arch.vocab_size, (B, P), device=d.device)
         # logits_to_keep=1: a serving prefill only needs the last position's logits (as generate does)
-        prefill_s = _timed(lambda: model(input_ids=prompt, use_cache=True, logits_to_keep=1), repeats, sync)
+        eager_s = _timed(lambda: model(input_ids=prompt, use_cache=True, logits_to_keep=1), repeats, sync)
+        prefill_s = None if d.cuda else eager_s  # a CPU has no graphs: its forward is the eager one
+        if d.cuda:  # engines run the prefill compiled or graph-captured: time it so (eager kept beside it)
+            try:
+                prefill_s = graph_prefill_s(model, prompt, repeats, sync)
+            except Exception as e:
+                if is_oom(e):
+                    raise
+                info["prefill_graph"] = f"failed: {one_line(e, 100)}"
 
         dec = _Decoder(model, B, kv + 1, d.device)
         dec.prefill(torch.randint(0, arch.vocab_size, (B, kv), device=d.device))
@@ -79,22 +97,50 @@ def _run(case: ServeCase, arch: ModelArch, d: Any, repeats: int, info: dict) -> 
 
         e2e = None
         if case.output_len:
+            # the first output token comes from the prefill (timed above, graph-captured, as engines run it)
             O = case.output_len
-            dec = _Decoder(model, B, P + O, d.device)
-            dec.prefill(prompt)
-            dec.set_position(P)
-            dec.try_capture()
-            sync()
-            t0 = time.perf_counter()
-            dec.prefill(prompt)  # the first output token comes from the prefill
-            for i in range(O - 1):
-                dec.set_position(P + i)
-                dec.run()
-            sync()
-            e2e = B * O / (time.perf_counter() - t0)
-            del dec
-    return Measured(prefill_s=prefill_s, decode_step_s=decode_s, e2e_output_tokens_per_s=e2e,
+            e2e = B * O / (generate_s(model, prompt, O, d.device, sync) + (prefill_s if prefill_s is not None else eager_s))
+    return Measured(prefill_s=prefill_s, prefill_eager_s=eager_s, decode_step_s=decode_s, e2e_output_tokens_per_s=e2e,
                     peak_mem_gib=peak_gib(d.device))
+
+
+def graph_prefill_s(model: Any, ids: Any, repeats: int, sync: Any) -> float:
+    """Median seconds of the prompt forward captured in a CUDA graph (engines compile or capture prefill)."""
+    import torch
+
+    def fwd() -> None:
+        model(input_ids=ids, use_cache=False, logits_to_keep=1)
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fwd()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fwd()
+    try:
+        return _timed(g.replay, repeats, sync, warmup=1)
+    finally:
+        del g
+
+
+def generate_s(model: Any, prompt: Any, output_len: int, device: Any, sync: Callable[[], None]) -> float:
+    """Seconds of output_len - 1 graph-replayed decode steps after ``prompt`` (B, P), the cache growing."""
+    B, P = prompt.shape
+    dec = _Decoder(model, B, P + output_len, device)
+    dec.prefill(prompt)
+    dec.set_position(P)
+    dec.try_capture()
+    sync()
+    t0 = time.perf_counter()
+    for i in range(output_len - 1):
+        dec.set_position(P + i)
+        dec.run()
+    sync()
+    del dec
+    return time.perf_counter() - t0
 
 
 def _accepts(fn: Any, name: str) -> bool:

@@ -29,7 +29,7 @@ from typing import Any
 
 from knowledge.schema import Measured, Measurement, ModelArch
 from probes.run_case import command_line, environment, resolve_arch
-from probes.serve_step import _Decoder, _timed
+from probes.serve_step import _Decoder, _timed, generate_s, graph_prefill_s as _graph_prefill_s
 from probes.train_step import is_oom, one_line, setup_distributed
 
 BITS = {"bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
@@ -73,27 +73,6 @@ def add_all_reduces(model: Any) -> None:
         layer.mlp.down_proj.register_forward_hook(hook)
 
 
-def _graph_prefill_s(model: Any, ids: Any, repeats: int, sync: Any) -> float:
-    import torch
-
-    def fwd() -> None:
-        model(input_ids=ids, use_cache=False, logits_to_keep=1)
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fwd()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fwd()
-    try:
-        return _timed(g.replay, repeats, sync, warmup=1)
-    finally:
-        del g
-
-
 def parse_points(text: str) -> list[tuple[int, int]]:
     """'8x300,32x1000' -> [(8, 300), (32, 1000)] (batch x prompt)."""
     pts = []
@@ -101,24 +80,6 @@ def parse_points(text: str) -> list[tuple[int, int]]:
         b, _, p = item.strip().partition("x")
         pts.append((int(b), int(p)))
     return pts
-
-
-def _generate_s(model: Any, arch: ModelArch, B: int, P: int, O: int, d: Any, sync: Any) -> float:
-    """Seconds of O - 1 graph-replayed decode steps after a P-token prompt, the cache growing as it would."""
-    import torch
-
-    dec = _Decoder(model, B, P + O, d.device)
-    dec.prefill(torch.randint(0, arch.vocab_size, (B, P), device=d.device))
-    dec.set_position(P)
-    dec.try_capture()
-    sync()
-    t0 = time.perf_counter()
-    for i in range(O - 1):
-        dec.set_position(P + i)
-        dec.run()
-    sync()
-    del dec
-    return time.perf_counter() - t0
 
 
 def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dict, output_len: int | None = None,
@@ -158,7 +119,8 @@ def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dic
                 stage = "generate"
                 torch.cuda.empty_cache()
                 # end to end = the graph prefill + output_len - 1 decode steps at growing cache lengths
-                e2e = B * output_len / (prefill + _generate_s(model, arch, B, P, output_len, d, sync))
+                ids = torch.randint(0, arch.vocab_size, (B, P), device=d.device)
+                e2e = B * output_len / (prefill + generate_s(model, ids, output_len, d.device, sync))
     except Exception as e:
         if not is_oom(e):
             return Measured(error=f"{stage}: {one_line(e, 200)}", failure="crash")
@@ -209,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         try:
             model = build_model(rank_arch(arch, tp), device=d.device, dtype=torch.bfloat16, attn_impl="sdpa",
-                                quantization="none" if fmt == "bf16" else fmt, use_cache=True)
+                                quantization="none" if fmt == "bf16" else f"engine:{fmt}", use_cache=True)
         except Exception as e:
             print(f"{arch.name} {fmt}: cannot build: {one_line(e, 200)}", flush=True)
             continue

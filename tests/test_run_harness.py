@@ -106,6 +106,7 @@ def test_run_serving() -> None:
                      kv_len=24, output_len=4)
     m = run_serving(case, ARCH, device="cpu", repeats=2, info=info)
     assert m.error is None and _pos(m.prefill_s) and _pos(m.decode_step_s) and _pos(m.e2e_output_tokens_per_s)
+    assert m.prefill_s == m.prefill_eager_s  # on a CPU the eager forward is the only one
     assert "static cache" in info["decode_method"]
     tp = run_serving(ServeCase(**{**case.model_dump(), "tensor_parallel": 2}), ARCH, device="cpu")
     assert tp.error == "tensor_parallel>1 not measured" and tp.prefill_s is None

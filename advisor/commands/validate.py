@@ -47,10 +47,28 @@ def validate(
             store_report(data, holdout.value, rep)
     except (AdvisorError, ValueError) as e:
         fail(str(e))
+    from knowledge.efficiency import load_serving_held_out
+
+    serving = load_serving_held_out()
     if as_json:
-        print(json.dumps(rep, indent=2))
+        print(json.dumps({**rep, "serving": serving}, indent=2))
         return
     _print_report(rep, data)
+    _print_serving(serving)
+
+
+def _print_serving(serving: dict[str, dict]) -> None:
+    """Serving's held-out errors, from the serving fit (``advisor calibrate`` measures them)."""
+    if not serving:
+        return
+    t = Table(title="Serving (our runs): held-out MAPE (n)", title_justify="left")
+    for col in ("held out by", "prefill", "decode step", "end to end", "peak GPU memory"):
+        t.add_column(col, justify="left" if col == "held out by" else "right")
+    for by, e in serving.items():
+        cells = [f"{_pct(e[k]['mape'])} ({e[k]['n']})" if k in e else "-" for k in
+                 ("prefill_s", "decode_step_s", "e2e_output_tokens_per_s", "peak_mem_gib")]
+        t.add_row(by, *cells)
+    console.print(t)
 
 
 def _print_report(rep: dict[str, Any], data: str) -> None:
