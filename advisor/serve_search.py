@@ -189,7 +189,7 @@ def serve_load(predictor, job: Job, config: Config, *, requests: int | None = No
         b = continuous_batching(job.arch, job.platform, predictor.serving_calibration(job.platform), per, job.prompt_len,
                                 job.output_len, config.max_num_seqs, weight_bits=FORMAT_BITS[config.weight_format],
                                 weight_format=config.weight_format, kv_bits=config.kv_bits,
-                                tensor_parallel=config.tensor_parallel, replicas=1)
+                                tensor_parallel=config.tensor_parallel, replicas=1, engine=job.engine)
         return {"requests": n, "rate_per_s": None, "arrivals": "all at once", "duration_s": b["total_s"],
                 "output_tokens_per_s": b["output_tokens_per_s"] * config.replicas,
                 "mean_ttft_s": b["mean_ttft_s"], "mean_tpot_s": b["tpot_s"], "waves": b["waves"]}

@@ -92,8 +92,7 @@ FITTED = (
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
-    "graph_kernel_s", "prefill_attention_eff", "moe_stream_eff", "quant_gemm_eff", "int4_stream_eff", "tp_allreduce_latency_s", "kv_expand_factor",
-)
+)  # serving's own terms are fitted by models.correction.ServingCorrection (SERVING_FITTED), not here
 
 
 def _fit_file(name: str) -> dict:

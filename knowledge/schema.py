@@ -222,7 +222,9 @@ class ServeCase(_CaseBase):
     # bitsandbytes only when named
     weight_format: Literal[WEIGHT_FORMATS] | None = None  # type: ignore[valid-type]
     replicas: int | None = Field(default=None, ge=1, le=1 << 16)  # data-parallel copies; default GPUs // TP
-    engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
+    # a named engine: its memory policy, fused kernels and paged attention; none: the runtime the serving
+    # fit measured (the model's own modules replayed from CUDA graphs, knowledge.engines.RUNTIME)
+    engine: Literal["vllm", "sglang", "trtllm"] | None = None
 
     @model_validator(mode="before")
     @classmethod

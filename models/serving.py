@@ -14,6 +14,11 @@ not show); ``decode_step_s`` one CUDA-graph step of those sequences; an engine's
 (scheduling, sampling) is added between steps end to end. Weight formats are engines' (FP8 / int8 W8A8 on
 the tensor cores, int4 W4A16 Marlin-class), bitsandbytes only when named (``knowledge.serving_formats``).
 
+Runtime: a case without an ``engine`` is predicted as the serving fit measured it, the model's own modules
+(unfused norms and rotary, grouped K/V heads repeated to the query heads before attention) replayed from CUDA
+graphs. A named engine (``knowledge.engines``) swaps in its fused decoder layer, attention over the grouped heads
+as stored and causal FlashAttention in the prefill: physics from its code, with the same fitted efficiencies.
+
 Placement: ``replicas`` copies of a ``tensor_parallel``-GPU engine; the case's ``batch_size`` concurrent
 sequences spread over the replicas, which step together, so throughputs are the whole deployment's.
 """
@@ -24,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import ENGINES
+from knowledge.engines import ENGINES, RUNTIME, Engine
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.serving_formats import FORMATS, WeightFormat, default_format, unsupported
@@ -51,6 +56,7 @@ class ServeSetup:
     tp: int
     fmt: WeightFormat
     kv_bits: int
+    engine: Engine | None = None  # None: the probed runtime (unfused modules, K/V repeated for GQA)
 
     @property
     def eff(self) -> Efficiencies:
@@ -150,13 +156,13 @@ def replicas_of(case: ServeCase, platform: PlatformSpec) -> int:
 
 
 def make_setup(arch: ModelArch, platform: PlatformSpec, cal: Calibration, tp: int = 1, fmt: str | WeightFormat = "bf16",
-               kv_bits: int = 16) -> ServeSetup:
+               kv_bits: int = 16, engine: str | None = None) -> ServeSetup:
     if tp > platform.count:
         raise AdvisorError(f"tensor_parallel={tp} exceeds the {platform.count} GPUs of {platform.id!r}")
     if arch.num_attention_heads % tp:
         raise AdvisorError(f"tensor_parallel={tp} does not divide the {arch.num_attention_heads} attention heads of {arch.name}")
     wf = FORMATS[fmt] if isinstance(fmt, str) else fmt
-    return ServeSetup(arch, platform, cal, tp, wf, kv_bits)
+    return ServeSetup(arch, platform, cal, tp, wf, kv_bits, ENGINES[engine] if engine else None)
 
 
 def expected_experts(experts: int, top_k: int, tokens: float) -> float:
@@ -202,10 +208,15 @@ def _linear_ops(s: ServeSetup, tokens: float, decode: bool) -> list[Op]:
 
 
 def _elementwise_bytes_per_token(s: ServeSetup) -> float:
-    """Norms (fp32 upcast), RoPE, residuals, SwiGLU activation of one layer, bytes per token."""
+    """Norms, RoPE, residuals, SwiGLU activation of one layer, bytes per token. Unfused (the probed runtime):
+    norms upcast to fp32, each step its own kernel. An engine's fused kernels: two add+norm passes (read x and
+    the residual, write both), rotary in place on q and k, SiLU-and-multiply (read two, write one)."""
     a, t = s.arch, s.tp
     hq, kv = a.num_attention_heads * a.head_size / t, s.kv_heads_per_gpu * a.head_size
-    return 2 * 20.0 * a.hidden_size + 12.0 * (hq + kv) + 2 * 6.0 * a.hidden_size + 10.0 * a.intermediate_size * a.num_experts_per_tok / t
+    mlp = a.intermediate_size * a.num_experts_per_tok / t
+    if s.engine is not None:
+        return 2 * 8.0 * a.hidden_size + 4.0 * (hq + kv) + 6.0 * mlp
+    return 2 * 20.0 * a.hidden_size + 12.0 * (hq + kv) + 2 * 6.0 * a.hidden_size + 10.0 * mlp
 
 
 def expanded_kv_bytes_per_token_layer(s: ServeSetup) -> float:
@@ -228,14 +239,17 @@ def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: b
         kv_read = batch * kv_len * kv_tok
         # a runtime that repeats grouped K/V heads to the query heads before attention (Hugging Face's SDPA
         # path with a mask) writes and re-reads the expanded copy: kv_expand_factor passes over it
-        expand = batch * kv_len * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor
+        expand = batch * kv_len * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor if s.engine is None else 0.0
         mem = (kv_read / (c.memory_bps * e.kv_read_eff) + expand / (c.memory_bps * e.memory_eff)
                + (4.0 * tokens * hq + tokens * kv_tok) / (c.memory_bps * e.memory_eff))
         ops.append(Op(flops / (c.matmul_flops * e.attention_eff), mem, "kv"))
     else:
         flops = attention_flops(a, batch, new_tokens, causal_skip=True) / s.tp
         mem = (2.0 * tokens * (2 * hq + 2 * s.kv_heads_per_gpu * a.head_size) + tokens * kv_tok) / (c.memory_bps * e.memory_eff)
-        ops.append(Op(flops / (c.matmul_flops * e.prefill_attention_eff), mem, "kv"))
+        # the probed runtime's captured prefill attends through a mask; engines run causal FlashAttention, whose
+        # efficiency the training fit measured (forward and backward)
+        att_eff = e.prefill_attention_eff if s.engine is None else e.attention_eff
+        ops.append(Op(flops / (c.matmul_flops * att_eff), mem, "kv"))
     ops.append(Op(0.0, _elementwise_bytes_per_token(s) * tokens / (c.memory_bps * e.memory_eff), "act"))
     return ops
 
@@ -252,7 +266,9 @@ def _head_op(s: ServeSetup, rows: int) -> Op:
 def kernels_per_pass(s: ServeSetup, tokens: float) -> float:
     """Kernels of one forward: the layer's own, quantize steps, routed experts' loops, all-reduces, the head."""
     a = s.arch
-    per_layer = KERNELS_PER_LAYER_FWD + s.fmt.extra_kernels_per_linear * 7 + 2 * (s.tp > 1)
+    layer = KERNELS_PER_LAYER_FWD if s.engine is None else s.engine.kernels_per_layer
+    extra = s.fmt.extra_kernels_per_linear * (7 if s.engine is None else 4)  # engines merge QKV and gate/up
+    per_layer = layer + extra + 2 * (s.tp > 1)
     if a.is_moe:
         per_layer += KERNELS_PER_EXPERT * expected_experts(a.num_local_experts, a.num_experts_per_tok, tokens)
     return per_layer * a.num_hidden_layers + KERNELS_HEAD
@@ -359,7 +375,7 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
     eff = cal.eff
     fmt = resolve_format(case, platform.gpu)
     r = replicas_of(case, platform)
-    s = make_setup(arch, platform, cal, case.tensor_parallel, fmt, case.kv_bits)
+    s = make_setup(arch, platform, cal, case.tensor_parallel, fmt, case.kv_bits, case.engine)
     B, P, kv = case.batch_size, case.prompt_len, case.kv_len_effective
     b = math.ceil(B / r)  # sequences on the busiest replica; the replicas step together
     pre = pass_time(s, b, P, 0, decode=False)
@@ -377,7 +393,8 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
     context = max(kv + 1, P + (case.output_len or 0))
     w, kv_b = weight_bytes(s), b * context * s.kv_bytes_per_token
     # the larger transient: the prefill's activations, or a decode step's repeated K/V of one layer
-    act = max(b * activation_bytes_per_seq(s, P), b * (kv + 1) * expanded_kv_bytes_per_token_layer(s) * min(1.0, eff.kv_expand_factor))
+    repeat = expanded_kv_bytes_per_token_layer(s) * min(1.0, eff.kv_expand_factor) if s.engine is None else 0.0
+    act = max(b * activation_bytes_per_seq(s, P), b * (kv + 1) * repeat)
     peak = fixed_bytes(s) + kv_b + act
     cap = usable_gib(platform.gpu.memory_gib, eff)
     fits = peak / GiB <= cap
@@ -393,8 +410,8 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
         id=case.id, prefill_s=prefill, decode_step_s=decode, decode_tokens_per_s=tps,
         e2e_output_tokens_per_s=e2e, ttft_s=ttft, tpot_s=tpot, peak_mem_gib=peak / GiB, fits=fits,
         max_batch_size=max_batch(s, P, context) * r, breakdown=bd, capacity_gib=platform.gpu.memory_gib, why_not_fits=why,
-        engine=case.engine, weight_format=fmt.name, replicas=r,
-        kv_cache_tokens=engine_kv_tokens(s, case.engine, min(CHUNK_TOKENS, max(P, 1))),
+        engine=case.engine or RUNTIME, weight_format=fmt.name, replicas=r,
+        kv_cache_tokens=engine_kv_tokens(s, case.engine or "vllm", min(CHUNK_TOKENS, max(P, 1))),
         interval=_interval({"prefill_s": prefill, "decode_step_s": decode, "decode_tokens_per_s": tps,
                             "e2e_output_tokens_per_s": e2e}, rel_error),
     )
@@ -402,7 +419,8 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
 
 def continuous_batching(arch: ModelArch, platform: PlatformSpec, cal: Calibration, n_requests: int, prompt_len: int,
                         output_len: int, max_batch_size: int | None = None, *, weight_bits: int = 16, kv_bits: int = 16,
-                        tensor_parallel: int = 1, weight_format: str | None = None, replicas: int | None = None) -> dict:
+                        tensor_parallel: int = 1, weight_format: str | None = None, replicas: int | None = None,
+                        engine: str | None = None) -> dict:
     """``n_requests`` identical requests arriving at once, served with continuous batching by every replica.
 
     Each replica runs up to the memory limit (or ``max_batch_size`` if smaller). Identical requests finish
@@ -412,10 +430,11 @@ def continuous_batching(arch: ModelArch, platform: PlatformSpec, cal: Calibratio
     if n_requests < 1 or prompt_len < 1 or output_len < 1:
         raise AdvisorError("n_requests, prompt_len and output_len must be at least 1")
     case = ServeCase(id="load", hardware=platform.id, model=arch.name, task="serve", weight_bits=weight_bits,
-                     weight_format=weight_format, kv_bits=kv_bits, tensor_parallel=tensor_parallel, replicas=replicas)
+                     weight_format=weight_format, kv_bits=kv_bits, tensor_parallel=tensor_parallel, replicas=replicas,
+                     engine=engine)
     fmt = resolve_format(case, platform.gpu)
     r = replicas_of(case, platform)
-    s = make_setup(arch, platform, cal, tensor_parallel, fmt, kv_bits)
+    s = make_setup(arch, platform, cal, tensor_parallel, fmt, kv_bits, engine)
     limit = max_batch(s, prompt_len, prompt_len + output_len)
     if limit < 1:
         raise AdvisorError(f"{arch.name} with one {prompt_len}+{output_len}-token request does not fit on {platform.id!r}")

@@ -221,3 +221,17 @@ def test_predict_serve_case_returns_contract_fields(tmp_path):
         assert field in row, field
     assert row["id"] == "s1" and row["fits"] is True
     assert row["decode_tokens_per_s"] == pytest.approx(4 / row["decode_step_s"])
+
+
+def test_named_engine_reads_grouped_kv_as_stored_and_fuses_kernels():
+    kw = dict(batch_size=16, prompt_len=8192)
+    # GQA: the probed runtime repeats K/V to the 32 query heads before attention; an engine reads the 8 as stored
+    runtime, engine = serve("h100x1", "llama3-8b", **kw), serve("h100x1", "llama3-8b", engine="vllm", **kw)
+    assert runtime.breakdown.decode_kv_s > 2 * engine.breakdown.decode_kv_s
+    assert runtime.engine != "vllm" and engine.engine == "vllm"
+    # MHA has nothing to repeat: the attention's time is the same, only the small kernels differ
+    mha_rt, mha_engine = serve("h100x1", "llama2-7b", **kw), serve("h100x1", "llama2-7b", engine="vllm", **kw)
+    assert mha_rt.breakdown.decode_kv_s == pytest.approx(mha_engine.breakdown.decode_kv_s)
+    assert mha_engine.breakdown.overhead_s < 0.5 * mha_rt.breakdown.overhead_s  # ~10 fused kernels a layer, not 45
+    # the same bytes and weights either way
+    assert mha_rt.peak_mem_gib == pytest.approx(mha_engine.peak_mem_gib)
