@@ -119,10 +119,10 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
         _print_miss(rec, head)
         return
     t = Table(title=head, title_justify="left", caption_justify="left",
-              caption=f"TPxR = tensor parallel x replicas; batch = sequences per replica; tok/s = output tokens/s of all "
+              caption=f"TPxR = tensor parallel x replicas; batch = sequences per replica; GiB per GPU; tok/s = output tokens/s of all "
                       f"replicas, ± = held-out error; load: {_load_text(rec)}. {SLO_DEFINITIONS}.")
     cols = [("#", "right"), ("TPxR", "right"), ("weights", "left"), ("KV", "left"), ("batch", "right"),
-            ("out tok/s", "right"), ("TTFT ms", "right"), ("TPOT ms", "right"), ("GiB/GPU", "right")]
+            ("out tok/s", "right"), ("TTFT ms", "right"), ("TPOT ms", "right"), ("GiB", "right")]
     if wide:
         cols.append(("why", "left"))
     for col, just in cols:
