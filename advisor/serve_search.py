@@ -18,21 +18,16 @@ from typing import Any
 from advisor.space import KV_BITS
 from knowledge.errors import AdvisorError, unknown
 from knowledge.schema import FORMAT_BITS, GPUSpec, ModelArch, PlatformSpec, ServeCase
+from knowledge.serving_formats import has_fp8
 from models.serve_launch import ENGINES, per_replica
 
 MAX_BATCH = 4096  # concurrent sequences per replica: beyond this no engine schedules one step
 DEFAULT_RATE_REQUESTS = 1000  # requests of a --rate load without --requests (benchmark_serving's default)
-FP8_ARCHS = ("hopper", "ada", "blackwell")
 ENGINE_FORMATS = tuple(f for f in FORMAT_BITS if not f.startswith("bnb-"))  # what engines serve natively
 FORMAT_ORDER = {f: i for i, f in enumerate(FORMAT_BITS)}  # more precise first: bf16, fp8, int8, int4, bnb-*
 SLO_DEFINITIONS = ("TTFT = time from a request's arrival to its first output token, queueing included; "
                    "TPOT = (request latency - TTFT) / (output tokens - 1); both are means over requests "
                    "(as vLLM's benchmark_serving reports them)")
-
-
-def has_fp8(gpu: GPUSpec) -> bool:
-    """FP8 tensor cores: the datasheet gives FP8 throughput, or the architecture has them (Hopper, Ada, Blackwell)."""
-    return gpu.fp8_tflops is not None or gpu.arch in FP8_ARCHS
 
 
 def weight_formats_for(gpu: GPUSpec, asked: tuple[str, ...] | None = None) -> tuple[str, ...]:

@@ -44,9 +44,12 @@ FORMATS: dict[str, WeightFormat] = {f.name: f for f in (
 assert set(FORMATS) == set(FORMAT_BITS)
 
 
+FP8_ARCHS = ("hopper", "ada", "blackwell")
+
+
 def has_fp8(gpu: GPUSpec) -> bool:
-    """FP8 tensor cores: the catalog lists an FP8 rate (Ada, Hopper, Blackwell)."""
-    return bool(getattr(gpu, "fp8_tflops", None))
+    """FP8 tensor cores: the datasheet gives an FP8 rate, or the architecture has them (Ada, Hopper, Blackwell)."""
+    return gpu.fp8_tflops is not None or gpu.arch in FP8_ARCHS
 
 
 def default_format(weight_bits: int, gpu: GPUSpec) -> str:
