@@ -82,7 +82,6 @@ class Efficiencies(BaseModel):
     prefill_act_mlp_bytes: float = _p(6.0, "bytes per token per MLP unit: gate and up outputs in bf16, the activation", 0, 64)
     decode_graph_overhead_s: float = _p(50e-6, "prior: replaying a CUDA-graph-captured decode step plus input copies and sync, ~20-100 µs", 0, 0.1)
     generate_token_overhead_s: float = _p(0.3e-3, "prior: an engine's host work between decode steps (scheduling, sampling, next inputs), ~0.1-1 ms", 0, 1)
-    e2e_kv_copy_factor: float = _p(2.0, "transformers DynamicCache appends with torch.cat: each generated token re-reads and re-writes the whole cache", 0, 4)
 
 
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
