@@ -1,4 +1,5 @@
-"""A serving prediction as an engine runs it: per-operator roofline of prefill and decode, paged KV memory.
+"""A serving prediction as an engine runs it: per-operator roofline of prefill and decode (the case's meaning in
+``models.serve_setup``, its memory in ``models.serve_memory``).
 
 Every operator of one decoder layer (7 projections, attention, elementwise) takes max(FLOPs / compute
 ceiling, bytes / bandwidth) on one GPU of the tensor-parallel group (LLM-Viewer's method), times the
@@ -29,16 +30,18 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import ENGINES, RUNTIME, Engine
+from knowledge.engines import RUNTIME
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
-from knowledge.serving_formats import FORMATS, WeightFormat, default_format, unsupported
 from knowledge.units import GiB
-from models.architecture import attention_flops, linears, param_counts
+from models.architecture import attention_flops, linears
 from models.calibration import Calibration
 from models.memory import usable_gib
 from models.operators import gemm_efficiency
-from models.roofline import Ceilings
+from models.serve_memory import activation_bytes_per_seq, engine_kv_tokens, fixed_bytes, max_batch, weight_bytes
+from models.serve_setup import (
+    ServeSetup, expanded_kv_bytes_per_token_layer, expected_experts, make_setup, replicas_of, resolve_format,
+)
 from models.step_time import KERNELS_PER_LAYER_FWD
 from models.training import round_down, round_up
 
@@ -46,49 +49,6 @@ COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")  # outp
 KERNELS_HEAD = 20  # final norm, LM head, slicing, sampling
 KERNELS_PER_EXPERT = 8  # routing gather, three GEMMs, activation, weighting, scatter-add of one expert
 INTEGRATION_POINTS = 17  # decode time is piecewise linear in kv_len: a few points integrate it closely
-
-
-@dataclass(frozen=True)
-class ServeSetup:
-    arch: ModelArch
-    platform: PlatformSpec
-    cal: Calibration
-    tp: int
-    fmt: WeightFormat
-    kv_bits: int
-    engine: Engine | None = None  # None: the probed runtime (unfused modules, K/V repeated for GQA)
-
-    @property
-    def eff(self) -> Efficiencies:
-        return self.cal.eff
-
-    @property
-    def c(self) -> Ceilings:
-        return self.cal.ceilings
-
-    @property
-    def kv_heads_per_gpu(self) -> int:
-        # fewer KV heads than ranks: engines replicate a KV head rather than split it
-        return math.ceil(self.arch.num_key_value_heads / self.tp)
-
-    @property
-    def kv_bytes_per_token_layer(self) -> float:
-        """K and V of one token in one layer on one GPU."""
-        return 2.0 * self.kv_heads_per_gpu * self.arch.head_size * self.kv_bits / 8
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        return self.arch.num_hidden_layers * self.kv_bytes_per_token_layer
-
-    @property
-    def quant_flops(self) -> float:
-        """The tensor-core rate the projections run at: FP8 / int8 GEMMs at their own (datasheet-scaled) rate."""
-        g = self.platform.gpu
-        if self.fmt.compute == "fp8" and g.fp8_tflops:
-            return self.c.matmul_flops * g.fp8_tflops / g.matmul_tflops
-        if self.fmt.compute == "int8" and g.int8_tops:
-            return self.c.matmul_flops * g.int8_tops / g.matmul_tflops
-        return self.c.matmul_flops
 
 
 @dataclass(frozen=True)
@@ -136,42 +96,6 @@ class PassTime:
         return self.compute_bound_s / self.gpu_s if self.gpu_s > 0 else 0.0
 
 
-def resolve_format(case: ServeCase, gpu) -> WeightFormat:
-    name = case.weight_format or default_format(case.weight_bits, gpu)
-    why = unsupported(name, gpu)
-    if why:
-        raise AdvisorError(f"weight_format={name!r}: {why}")
-    return FORMATS[name]
-
-
-def replicas_of(case: ServeCase, platform: PlatformSpec) -> int:
-    """Data-parallel copies: the case's, else every GPU of the platform in groups of ``tensor_parallel``."""
-    tp = case.tensor_parallel
-    if tp > platform.count:
-        raise AdvisorError(f"tensor_parallel={tp} exceeds the {platform.count} GPUs of {platform.id!r}")
-    r = case.replicas or max(1, platform.count // tp)
-    if r * tp > platform.count:
-        raise AdvisorError(f"replicas={r} x tensor_parallel={tp} needs {r * tp} GPUs; {platform.id!r} has {platform.count}")
-    return r
-
-
-def make_setup(arch: ModelArch, platform: PlatformSpec, cal: Calibration, tp: int = 1, fmt: str | WeightFormat = "bf16",
-               kv_bits: int = 16, engine: str | None = None) -> ServeSetup:
-    if tp > platform.count:
-        raise AdvisorError(f"tensor_parallel={tp} exceeds the {platform.count} GPUs of {platform.id!r}")
-    if arch.num_attention_heads % tp:
-        raise AdvisorError(f"tensor_parallel={tp} does not divide the {arch.num_attention_heads} attention heads of {arch.name}")
-    wf = FORMATS[fmt] if isinstance(fmt, str) else fmt
-    return ServeSetup(arch, platform, cal, tp, wf, kv_bits, ENGINES[engine] if engine else None)
-
-
-def expected_experts(experts: int, top_k: int, tokens: float) -> float:
-    """Distinct experts a batch of ``tokens`` routes to, uniform routing: E(1 - (1 - k/E)^tokens)."""
-    if experts <= 1:
-        return 1.0
-    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
-
-
 def _linear_ops(s: ServeSetup, tokens: float, decode: bool) -> list[Op]:
     a, e, c, t, f = s.arch, s.eff, s.c, s.tp, s.fmt
     bw = c.memory_bps
@@ -217,14 +141,6 @@ def _elementwise_bytes_per_token(s: ServeSetup) -> float:
     if s.engine is not None:
         return 2 * 8.0 * a.hidden_size + 4.0 * (hq + kv) + 6.0 * mlp
     return 2 * 20.0 * a.hidden_size + 12.0 * (hq + kv) + 2 * 6.0 * a.hidden_size + 10.0 * mlp
-
-
-def expanded_kv_bytes_per_token_layer(s: ServeSetup) -> float:
-    """K and V repeated to every query head of one GPU, 16-bit; 0 when there is nothing to repeat (MHA)."""
-    a = s.arch
-    if a.num_key_value_heads >= a.num_attention_heads:
-        return 0.0
-    return 2.0 * a.num_attention_heads / s.tp * a.head_size * 2.0
 
 
 def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool) -> list[Op]:
@@ -313,48 +229,6 @@ def mean_decode_s(step, first_kv: int, steps: int) -> float:
     xs = [first_kv + (steps - 1) * i / (INTEGRATION_POINTS - 1) for i in range(INTEGRATION_POINTS)]
     ys = [step(round(x)) for x in xs]
     return sum((ys[i] + ys[i + 1]) / 2 for i in range(len(ys) - 1)) / (len(ys) - 1)
-
-
-# --- memory ---------------------------------------------------------------------------------------
-
-
-def weight_bytes(s: ServeSetup) -> float:
-    """Per GPU: decoder projections in the weight format, embeddings, head and norms in 16-bit."""
-    pc = param_counts(s.arch)
-    return (pc.decoder_linear * s.fmt.bytes_per_weight + pc.non_linear * 2.0) / s.tp
-
-
-def activation_bytes_per_seq(s: ServeSetup, prompt_len: int) -> float:
-    """Prefill transients of one layer per sequence: norm input, q/k/v, the MLP's intermediate, last-row logits."""
-    a, t, e = s.arch, s.tp, s.eff
-    hq, kv = a.num_attention_heads * a.head_size, s.kv_heads_per_gpu * a.head_size
-    per_token = e.prefill_act_hidden_bytes * a.hidden_size + 4.0 * (hq / t + 2 * kv) \
-        + e.prefill_act_mlp_bytes * a.intermediate_size * a.num_experts_per_tok / t
-    return prompt_len * per_token + 6.0 * a.vocab_size / t
-
-
-def fixed_bytes(s: ServeSetup) -> float:
-    """Weights + workspace + the bf16 copy bitsandbytes NF4 dequantizes one projection into."""
-    largest = max(lin.in_features * lin.out_features for lin in linears(s.arch)) / s.tp
-    return weight_bytes(s) + s.eff.workspace_gib * GiB + (2.0 * largest if s.fmt.name == "bnb-nf4" else 0.0)
-
-
-def max_batch(s: ServeSetup, prompt_len: int, context_len: int) -> int:
-    """Largest batch (one replica) whose KV cache (at ``context_len``) and prefill transients fit beside the weights."""
-    free = usable_gib(s.platform.gpu.memory_gib, s.eff) * GiB - fixed_bytes(s)
-    per_seq = context_len * s.kv_bytes_per_token + activation_bytes_per_seq(s, prompt_len)
-    return max(0, int(free // per_seq))
-
-
-def engine_kv_tokens(s: ServeSetup, engine: str, chunk_tokens: int) -> int:
-    """Tokens the engine's paged KV pool holds on one replica: its memory fraction less weights and the
-    activation peak of one scheduled chunk (``chunk_tokens`` of prefill), in whole blocks."""
-    e = ENGINES[engine]
-    cap = s.platform.gpu.memory_gib * GiB
-    used = fixed_bytes(s) + activation_bytes_per_seq(s, chunk_tokens)
-    pool = e.memory_fraction * (cap - used) if e.of_free else e.memory_fraction * cap - used
-    blocks = int(max(0.0, pool) // (s.kv_bytes_per_token * e.kv_block_tokens))
-    return blocks * e.kv_block_tokens
 
 
 # --- predictions ----------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from models.architecture import linears, param_counts
 from advisor.commands.compare import serving_comparison
 from models.compare import describe_regions
 from models.calibration import from_fit
-from models.serving import (
-    continuous_batching, decode_step_s, expected_experts, make_setup, pass_time, predict_serving, weight_bytes,
-)
+from models.serve_memory import weight_bytes
+from models.serve_setup import expected_experts, make_setup
+from models.serving import continuous_batching, decode_step_s, pass_time, predict_serving
 
 EFF = Efficiencies()  # the priors: physics tests must not move when the correction is refitted
 
