@@ -100,3 +100,10 @@ def forward_flops_per_token(arch: ModelArch, seq_len: int) -> float:
     lin = sum(x.flops(1) for x in linears(arch)) * arch.num_hidden_layers
     attn = attention_flops(arch, 1, seq_len, causal_skip=True) / seq_len * arch.num_hidden_layers
     return lin + attn + 2.0 * arch.hidden_size * arch.vocab_size
+
+
+def unfused_elementwise_bytes(hidden: float, q_width: float, kv_width: float, mlp_width: float) -> float:
+    """Bytes per token of one layer's memory-bound ops run as separate kernels (Hugging Face's modules): two
+    RMSNorms upcast to fp32 (20 B per element each), RoPE on q and k (12 B), two residual adds (6 B), SwiGLU's
+    activation and product (10 B per MLP unit). Widths are one GPU's (split by tensor parallelism)."""
+    return 2 * 20.0 * hidden + 12.0 * (q_width + kv_width) + 2 * 6.0 * hidden + 10.0 * mlp_width

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, TrainCase
-from models.architecture import attention_flops, linears
+from models.architecture import attention_flops, linears, unfused_elementwise_bytes
 from models.roofline import Ceilings, ceilings
 from models.setup import QUANT_BYTES, TrainSetup, derive
 
@@ -24,9 +24,8 @@ def gemm_efficiency(tokens: float, eff: Efficiencies) -> float:
 def elementwise_bytes_per_token_layer(s: TrainSetup) -> float:
     """Forward bytes of the memory-bound ops of one layer: norms, RoPE, residuals, SwiGLU."""
     a = s.arch
-    h, hq, kv = a.hidden_size, a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
-    i = a.intermediate_size * a.num_experts_per_tok
-    return 2 * 20.0 * h + 12.0 * (hq + kv) + 2 * 6.0 * h + 10.0 * i
+    hq, kv = a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
+    return unfused_elementwise_bytes(a.hidden_size, hq, kv, a.intermediate_size * a.num_experts_per_tok)
 
 
 ELEMENTWISE_NAME = "norms, RoPE, SwiGLU, residuals"

@@ -34,7 +34,7 @@ from knowledge.engines import RUNTIME
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
-from models.architecture import attention_flops, linears
+from models.architecture import attention_flops, linears, unfused_elementwise_bytes
 from models.calibration import Calibration
 from models.memory import usable_gib
 from models.operators import gemm_efficiency
@@ -140,7 +140,7 @@ def _elementwise_bytes_per_token(s: ServeSetup) -> float:
     mlp = a.intermediate_size * a.num_experts_per_tok / t
     if s.engine is not None:
         return 2 * 8.0 * a.hidden_size + 4.0 * (hq + kv) + 6.0 * mlp
-    return 2 * 20.0 * a.hidden_size + 12.0 * (hq + kv) + 2 * 6.0 * a.hidden_size + 10.0 * mlp
+    return unfused_elementwise_bytes(a.hidden_size, hq, kv, mlp)
 
 
 def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool) -> list[Op]:
