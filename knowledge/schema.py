@@ -322,6 +322,8 @@ class ServePrediction(BaseModel):
     weight_format: str | None = None  # resolved: bf16, fp8, int8, int4, bnb-int8, bnb-nf4
     replicas: int | None = None  # data-parallel copies of the tensor-parallel group (resolved)
     kv_cache_tokens: int | None = None  # tokens the engine's paged KV pool holds on one replica
+    required_gib: float | None = None  # what the verdict compares with the usable memory: the peak + the prefill's
+    # transients the caching allocator cannot reuse while the cache grows
 
 
 class ErrorLine(BaseModel):

@@ -32,9 +32,10 @@ def fixed_bytes(s: ServeSetup) -> float:
 
 
 def max_batch(s: ServeSetup, prompt_len: int, context_len: int) -> int:
-    """Largest batch (one replica) whose KV cache (at ``context_len``) and prefill transients fit beside the weights."""
+    """Largest batch (one replica) whose KV cache (at ``context_len``) and prefill transients fit beside the weights;
+    the transients count twice, as the verdict counts them (``models.serving.predict_serving``)."""
     free = usable_gib(s.platform.gpu.memory_gib, s.eff) * GiB - fixed_bytes(s)
-    per_seq = context_len * s.kv_bytes_per_token + activation_bytes_per_seq(s, prompt_len)
+    per_seq = context_len * s.kv_bytes_per_token + 2.0 * activation_bytes_per_seq(s, prompt_len)
     return max(0, int(free // per_seq))
 
 

@@ -147,24 +147,27 @@ HOST = re.compile(r"^needs (?P<need>[0-9]+) GiB of host RAM, (?P<usable>[0-9]+) 
 
 
 def check_fits(p, platform, usable: float, host_ok: bool, printed: bool = False) -> None:
-    """``fits`` is the comparison of ``peak_mem_gib`` with the usable memory; with ``printed``, the
+    """``fits`` is the comparison of the memory needed (``required_gib``, else the peak) with the usable memory; with ``printed``, the
     message's numbers are also the ones decided on and read as "does not fit"."""
     assert p.capacity_gib == platform.gpu.memory_gib
-    assert p.fits == (p.peak_mem_gib <= usable and host_ok), (p.peak_mem_gib, usable, host_ok, p.why_not_fits)
+    # serving's verdict holds the prefill's transients twice (required_gib); training's compares the peak
+    need = getattr(p, "required_gib", None) or p.peak_mem_gib
+    assert need >= p.peak_mem_gib
+    assert p.fits == (need <= usable and host_ok), (need, usable, host_ok, p.why_not_fits)
     assert (p.why_not_fits is None) == p.fits
     if p.fits or not printed:
         return
     m = DEVICE.match(p.why_not_fits)
     if m:  # the numbers printed are the numbers decided on, and say "does not fit" to a reader
         # the need rounded up, the usable memory rounded down: the printed shortfall is never hidden
-        assert float(m["need"]) == math.ceil(p.peak_mem_gib * 10) / 10, (p.why_not_fits, p.peak_mem_gib)
+        assert float(m["need"]) == math.ceil(need * 10) / 10, (p.why_not_fits, need)
         assert float(m["cap"]) == round(p.capacity_gib, 1), (p.why_not_fits, p.capacity_gib)
         assert float(m["usable"]) == math.floor(usable * 10) / 10, (p.why_not_fits, usable)
         assert float(m["need"]) > float(m["usable"]), p.why_not_fits
     else:
         m = HOST.match(p.why_not_fits)
         assert m, p.why_not_fits
-        assert p.peak_mem_gib <= usable  # the host is the reason only when the device fits
+        assert need <= usable  # the host is the reason only when the device fits
         assert p.failure == "host_oom" and int(m["need"]) > int(m["usable"]), p.why_not_fits
 
 
