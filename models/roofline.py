@@ -1,11 +1,11 @@
-"""The ceilings a prediction divides by: from the catalog, or from a probe profile of the local GPUs."""
+"""The ceilings a prediction divides by: the catalog's datasheet times probed ratios (a profile's own, via models.calibration)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.schema import PlatformSpec, Profile
+from knowledge.schema import PlatformSpec
 from knowledge.units import GBps, TFLOP
 
 
@@ -63,25 +63,3 @@ def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | No
         cpu_adam_gparams_s=platform.host.cpu_adam_gparams_per_s,
         cpu_adam_threads=platform.host.cpu_adam_threads or platform.host.cpu_cores,
     )
-
-
-def apply_profile(eff: Efficiencies, platform: PlatformSpec, profile: Profile | None) -> Efficiencies:
-    """Replace efficiencies the probes measured directly on this GPU; keep the fitted shape terms.
-
-    Each probe gives an achieved rate; its ratio to the datasheet ceiling is the efficiency the
-    correction would otherwise have to guess. Ratios are capped at 1 so a probe cannot beat the roof.
-    """
-    if profile is None:
-        return eff
-    g = platform.gpu
-    upd: dict[str, float] = {}
-    upd["gemm_eff_max"] = min(1.0, profile.matmul_tflops / g.matmul_tflops)
-    upd["memory_eff"] = min(1.0, profile.memory_bandwidth_gbs / g.memory_bandwidth_gbs)
-    upd["kernel_time_s"] = max(eff.kernel_time_s, profile.launch_overhead_s)
-    if profile.h2d_gbs:
-        upd["h2d_eff"] = min(1.0, profile.h2d_gbs / g.pcie_gbs)
-    big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20]
-    if big and platform.count > 1 and platform.link_gbs > 0:
-        key = "link_eff_nvswitch" if platform.interconnect == "nvswitch" else "link_eff_pcie"
-        upd[key] = min(1.0, max(p.busbw_gbs for p in big) / platform.link_gbs)
-    return eff.model_copy(update=upd)
