@@ -38,7 +38,7 @@ from models.architecture import attention_flops, linears, unfused_elementwise_by
 from models.calibration import Calibration
 from models.memory import usable_gib
 from models.operators import gemm_efficiency
-from models.serve_memory import activation_bytes_per_seq, engine_kv_tokens, fixed_bytes, max_batch, weight_bytes
+from models.serve_memory import engine_kv_tokens, fixed_bytes, max_batch, sequence_bytes, weight_bytes
 from models.serve_setup import (
     ServeSetup, expanded_kv_bytes_per_token_layer, expected_experts, make_setup, replicas_of, resolve_format,
 )
@@ -265,18 +265,11 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
         ttft = prefill
         e2e = B * case.output_len / (prefill + steps * tpot)
     context = max(kv + 1, P + (case.output_len or 0))
-    w, kv_b = weight_bytes(s), b * context * s.kv_bytes_per_token
-    # the larger transient: the prefill's activations, or a decode step's repeated K/V of one layer
-    repeat = expanded_kv_bytes_per_token_layer(s) * min(1.0, eff.kv_expand_factor) if s.engine is None else 0.0
-    prefill_act = b * activation_bytes_per_seq(s, P)
-    act = max(prefill_act, b * (kv + 1) * repeat)
+    w, seq = weight_bytes(s), sequence_bytes(s, P, context, kv + 1)
+    kv_b, act = b * seq.kv, b * seq.transient
     peak = fixed_bytes(s) + kv_b + act
+    needed = fixed_bytes(s) + b * seq.required
     cap = usable_gib(platform.gpu.memory_gib, eff)
-    # the verdict holds the prefill's transients twice: while the cache grows layer by layer between them, the
-    # caching allocator cannot hand their freed blocks to the larger ones that follow (measured: Llama-2-13B
-    # prefills ran out of memory with 12-27 GiB reserved but unallocated; with this rule the verdicts of all
-    # 261 runs that prefilled are right, in sample: the rule was added after the two misses it fixes)
-    needed = peak + prefill_act
     fits = needed / GiB <= cap
     why = None if fits else f"needs {round_up(needed / GiB)} GiB per GPU, {round_down(cap)} GiB usable of {platform.gpu.memory_gib:.1f}"
     bd = ServeBreakdown(
