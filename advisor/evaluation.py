@@ -326,14 +326,20 @@ def held_out_serving(rows: Sequence[ServeRow], by: str, prior: Efficiencies | No
     from models.calibration import from_fit
     from models.serving import predict_serving
 
+    ratios = load_probe_ratios()  # read once, not once per row
     out = []
     for g in sorted({r.group(by) for r in rows}):
         train = [r for r in rows if r.group(by) != g]
         if not any(any(v for v in r.target) for r in train):
             continue
         eff = fit_serving(train, prior).efficiencies_
-        out += [(r, predict_serving(r.case, r.arch, r.platform, from_fit(r.platform, eff, None, load_probe_ratios())))
-                for r in rows if r.group(by) == g]
+        cals: dict[str, Any] = {}  # one calibration per platform of the group, as the Predictor keeps it
+        for r in rows:
+            if r.group(by) == g:
+                key = f"{r.platform.id}/{r.platform.count}"
+                if key not in cals:
+                    cals[key] = from_fit(r.platform, eff, None, ratios)
+                out.append((r, predict_serving(r.case, r.arch, r.platform, cals[key])))
     return out
 
 
