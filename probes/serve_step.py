@@ -21,12 +21,12 @@ from probes.train_step import is_oom, one_line, oom_guarded, peak_gib, setup_dis
 _BUILD = {"bf16": "none", "fp8": "engine:fp8", "int8": "engine:int8", "int4": "engine:int4", "bnb-int8": "int8", "bnb-nf4": "nf4"}
 
 
-def build_quantization(case: ServeCase, gpu_has_fp8: bool = True) -> str:
-    from knowledge.serving_formats import FORMATS
+def build_quantization(case: ServeCase) -> str:
+    """How to build the case's weights: its format, or the one the model predicts for its hardware's GPU."""
+    from knowledge.catalog import resolve_platform
+    from knowledge.serving_formats import default_format
 
-    fmt = case.weight_format or {16: "bf16", 8: "fp8" if gpu_has_fp8 else "int8", 4: "int4"}[case.weight_bits]
-    assert fmt in FORMATS
-    return _BUILD[fmt]
+    return _BUILD[case.weight_format or default_format(case.weight_bits, resolve_platform(case.hardware).gpu)]
 
 
 def run_serving(
@@ -66,8 +66,7 @@ def _run(case: ServeCase, arch: ModelArch, d: Any, repeats: int, info: dict) -> 
 
     dtype = torch.bfloat16 if d.cuda else torch.float32
     model = build_model(arch, device=d.device, dtype=dtype, attn_impl="sdpa",
-                        quantization=build_quantization(case, d.cuda and torch.cuda.get_device_capability(d.device) >= (8, 9)),
-                        use_cache=True)
+                        quantization=build_quantization(case), use_cache=True)
     model.eval()
 
     def sync() -> None:
