@@ -95,17 +95,17 @@ class Predictor:
         self._held_out = held_out_error()
         self._calibrations: dict[str, Calibration] = {}
 
-    def calibration(self, platform: PlatformSpec) -> Calibration:
-        key = f"{platform.id}/{platform.count}/{platform.host.model_dump_json()}"  # a --host-ram-gib override is another machine
+    def _kept(self, task: str, platform: PlatformSpec, build) -> Calibration:
+        key = f"{task}/{platform.id}/{platform.count}/{platform.host.model_dump_json()}"  # a --host-ram-gib override is another machine
         if key not in self._calibrations:
-            self._calibrations[key] = calibration_for(platform, self.profile, self.efficiencies, self._factors)
+            self._calibrations[key] = build(platform, self.profile)
         return self._calibrations[key]
 
+    def calibration(self, platform: PlatformSpec) -> Calibration:
+        return self._kept("train", platform, lambda p, prof: calibration_for(p, prof, self.efficiencies, self._factors))
+
     def serving_calibration(self, platform: PlatformSpec) -> Calibration:
-        key = f"serve/{platform.id}/{platform.count}/{platform.host.model_dump_json()}"
-        if key not in self._calibrations:
-            self._calibrations[key] = serving_calibration_for(platform, self.profile, self.serving_efficiencies, self._factors)
-        return self._calibrations[key]
+        return self._kept("serve", platform, lambda p, prof: serving_calibration_for(p, prof, self.serving_efficiencies, self._factors))
 
     def predict(self, case: TrainCase | ServeCase) -> Prediction:
         if case.nodes > 1 and not isinstance(case, TrainCase):
