@@ -63,12 +63,20 @@ def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
              "communication": "link-bound", "offload": "PCIe/CPU-bound (offload)", "overhead": "launch/CPU-bound"}[top]
     margin = (p.capacity_gib or 0) - p.peak_mem_gib
     head = f"{bound} ({top} {share:.0%})"
-    if rank == 1:
+    gap = _gap(rank, p, best)
+    if gap is None:
         return f"fastest that fits; {head}; {margin:.1f} GiB spare per GPU"
-    gap = 1 - p.tokens_per_s / best.tokens_per_s
-    if gap < 0.005:
+    if gap < TIE:
         return f"ties #1; {head}; {margin:.1f} GiB spare"
     return f"{gap:.0%} slower than #1, mostly {_worst_phase(p, best)} time per token; {head}"
+
+
+TIE = 0.005  # within half a percent of #1's throughput is a tie
+
+
+def _gap(rank: int, p: TrainPrediction, best: TrainPrediction) -> float | None:
+    """How much slower than #1 a pick is (a fraction); None for #1 itself."""
+    return None if rank == 1 else 1 - p.tokens_per_s / best.tokens_per_s
 
 
 def _worst_phase(p: TrainPrediction, best: TrainPrediction) -> str:
@@ -98,10 +106,10 @@ def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
 
 def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     top = _dominant(p)[0]
-    if rank == 1:
+    gap = _gap(rank, p, best)
+    if gap is None:
         return f"fastest; {BOUND_SHORT[top]}-bound"
-    gap = 1 - p.tokens_per_s / best.tokens_per_s
-    if gap < 0.005:
+    if gap < TIE:
         return f"ties #1; {BOUND_SHORT[top]}-bound"
     return f"−{gap:.0%}: more {_worst_phase(p, best)}"
 
