@@ -267,8 +267,9 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
     context = max(kv + 1, P + (case.output_len or 0))
     w, seq = weight_bytes(s), sequence_bytes(s, P, context, kv + 1)
     kv_b, act = b * seq.kv, b * seq.transient
-    peak = fixed_bytes(s) + kv_b + act
-    needed = fixed_bytes(s) + b * seq.required
+    fixed = fixed_bytes(s)
+    peak = fixed + kv_b + act
+    needed = fixed + b * seq.required
     cap = usable_gib(platform.gpu.memory_gib, eff)
     fits = needed / GiB <= cap
     why = None if fits else f"needs {round_up(needed / GiB)} GiB per GPU, {round_down(cap)} GiB usable of {platform.gpu.memory_gib:.1f}"
