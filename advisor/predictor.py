@@ -94,6 +94,9 @@ class Predictor:
         self._factors = load_platform_factors()
         self._held_out = held_out_error()
         self._calibrations: dict[str, Calibration] = {}
+        from advisor.traces import TraceBook
+
+        self.traces = TraceBook()
 
     def _kept(self, task: str, platform: PlatformSpec, build) -> Calibration:
         key = f"{task}/{platform.id}/{platform.count}/{platform.host.model_dump_json()}"  # a --host-ram-gib override is another machine
@@ -116,9 +119,10 @@ class Predictor:
         if isinstance(case, TrainCase):
             cal = self.calibration(platform)
             network = network_for(platform, case.nodes, case.network, case.inter_node_gbps, self.profile)
+            trace = self.traces.trace(arch, case)
             if network is None:
-                return predict_training(case, arch, platform, cal, self._held_out.get(case.task))
-            pred = predict_training(case, arch, platform, with_network(cal, network), self._held_out.get(case.task))
+                return predict_training(case, arch, platform, cal, self._held_out.get(case.task), trace)
+            pred = predict_training(case, arch, platform, with_network(cal, network), self._held_out.get(case.task), trace)
             return pred.model_copy(update={"network": network.label})
         from models.serving import predict_serving
 

@@ -122,8 +122,11 @@ def make_case(spec: SearchSpec, knobs: dict[str, Any], gpus: int, idx: int = 0) 
 class Evaluator:
     """Memory check, then prediction; cached per configuration so repeated trials cost nothing."""
 
-    def __init__(self, spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None) -> None:
+    def __init__(self, spec: SearchSpec, eff: Efficiencies, profile: Profile | None = None, traces=None) -> None:
+        from advisor.traces import TraceBook
+
         self.spec = spec
+        self.traces = traces or TraceBook()
         self.platform: PlatformSpec = resolve_platform(spec.hardware, spec.gpus, nodes=spec.nodes)
         self.arch: ModelArch = resolve_model(spec.model)
         self.gpus = spec.gpus or self.platform.count * spec.nodes
@@ -144,7 +147,7 @@ class Evaluator:
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)
 
     def memory_gib(self, case: TrainCase) -> float:
-        return training_memory(derive(case, self.arch, self.platform), self.eff).peak / GiB
+        return training_memory(derive(case, self.arch, self.platform, self.traces.trace(self.arch, case)), self.eff).peak / GiB
 
     def best(self) -> Candidate | None:
         """The fastest fitting configuration of the whole space, by plain enumeration."""
@@ -163,7 +166,8 @@ class Evaluator:
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
-                pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error)
+                pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error,
+                                        self.traces.trace(self.arch, case))
                 if self.network is not None:
                     pred = pred.model_copy(update={"network": self.network.label})
                 self.cache[key] = Candidate(case, pred) if pred.fits else None

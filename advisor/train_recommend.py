@@ -255,12 +255,12 @@ def _gpus_text(header: dict[str, Any]) -> str:
 def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_json: bool) -> None:
     """Exit 0 with what would fit: more GPUs, QLoRA, shorter sequences, and the leanest option now."""
     lean = smallest_footprint(ev)
-    options = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile))
+    options = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile, ev.traces))
     lean_d = None
     if lean:
         from models.training import predict_training
 
-        reason = predict_training(lean[0], ev.arch, ev.platform, ev.cal).why_not_fits
+        reason = predict_training(lean[0], ev.arch, ev.platform, ev.cal, trace=ev.traces.trace(ev.arch, lean[0])).why_not_fits
         lean_d = {"configuration": describe(lean[0]), "peak_mem_gib": lean[1], "usable_gib": ev.limit_gib, "why_not": reason}
     if as_json:
         print(json.dumps({**header, "recommendations": [], "nothing_fits": True, "leanest": lean_d, "would_fit": options}, indent=2))

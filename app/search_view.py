@@ -23,7 +23,7 @@ def train_recommendations(hardware: str, model: str | dict, task: str, gpus: int
     if not ranked:
         lean = smallest_footprint(ev)
         out["leanest"] = (describe(lean[0]), lean[1], ev.limit_gib) if lean else None
-        out["would_fit"] = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile))
+        out["would_fit"] = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile, ev.traces))
         return out
     best = ranked[0]
     for rank, (c, stages) in enumerate(fold_equivalent(ranked)[:top], start=1):

@@ -211,15 +211,40 @@ _HF_KEYS = (
 )
 
 
+# Other names the families use for the same summary fields (MoE experts, per-expert width)
+_HF_ALIASES = {"num_local_experts": ("num_experts", "n_routed_experts"), "intermediate_size": ("moe_intermediate_size",)}
+
+
 def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
-    """A ModelArch from a Hugging Face config.json dict (Llama-style decoders only)."""
+    """A ModelArch from a Hugging Face config.json dict: the summary fields, and the config itself for the trace."""
     fields = {k: cfg[k] for k in _HF_KEYS if cfg.get(k) is not None}
+    experts = next((cfg[k] for k in _HF_ALIASES["num_local_experts"] if isinstance(cfg.get(k), int)), None)
+    if "num_local_experts" not in fields and experts:
+        fields["num_local_experts"] = experts
+        if isinstance(cfg.get("moe_intermediate_size"), int):
+            fields["intermediate_size"] = cfg["moe_intermediate_size"]  # what each routed expert multiplies
     fields.setdefault("num_key_value_heads", cfg.get("num_attention_heads"))
     if "model_type" in cfg:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
+        fields["hf_config"] = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
+    if fields.get("num_experts_per_tok") and not fields.get("num_local_experts"):
+        fields.pop("num_experts_per_tok")  # a dense model that names a default
     # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
     return ModelArch.model_validate({"name": name, "source": name, **fields}, strict=True)
+
+
+def causal_lm_type(kind: Any) -> bool:
+    """Does transformers build a causal LM for this model_type? (Our summary table first: no import.)"""
+    if not isinstance(kind, str):
+        return False
+    if kind in DECODER_MODEL_TYPES:
+        return True
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:  # pragma: no cover
+        return False
+    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 
 def resolve_model(model: str | dict[str, Any]) -> ModelArch:
@@ -262,11 +287,11 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
         if missing:
-            raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (only Llama-style decoders)")
+            raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (a decoder's config.json has them)")
         kind = cfg.get("model_type")
-        if kind is not None and (not isinstance(kind, str) or kind not in DECODER_MODEL_TYPES) or cfg.get("is_encoder_decoder"):
-            raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a Llama-style decoder; "
-                               f"supported: {', '.join(sorted(DECODER_MODEL_TYPES))}")
+        if kind is not None and not causal_lm_type(kind) or cfg.get("is_encoder_decoder"):
+            raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a causal LM that transformers "
+                               f"builds; e.g. {', '.join(sorted(DECODER_MODEL_TYPES)[:8])}")
         try:
             return arch_from_hf_config(cfg, name=str(cfg_path))
         except ValidationError as e:

@@ -30,6 +30,7 @@ class Efficiencies(BaseModel):
     gemm_eff_max: float = _p(0.75, "prior: cuBLAS bf16 GEMMs reach ~75-80% of dense peak at large sizes (H100 790/989)", 0.05, 1)
     gemm_half_tokens: float = _p(256.0, "prior: GEMM efficiency reaches half its maximum at this many tokens (rows)", 1)
     memory_eff: float = _p(0.7, "prior: elementwise kernels reach ~70% of HBM bandwidth", 0.05, 1)
+    trace_dram_fraction: float = _p(0.53, "derived: of the bytes the traced memory-bound kernels of Llama-2-7B read and write (789 kB per token per layer forward), the hand count v2 was fitted with moved 421 kB through HBM: a layer's small tensors stay in L2", 0.05, 1)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)

@@ -84,10 +84,12 @@ class PlatformSpec(Strict):
     notes: str = ""
 
 
-# Llama-style decoders (RMSNorm, RoPE, SwiGLU, GQA, optional MoE) whose config.json the models read right
+# Decoders whose catalog summary (``ModelArch`` fields) reads the config.json the same way. Any other causal LM
+# that transformers builds is accepted too: its operators come from the trace of its own code (probes.trace).
 DECODER_MODEL_TYPES = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "yi", "internlm2", "deepseek",
-    "baichuan", "gemma", "gemma2", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm", "starcoder2",
+    "baichuan", "gemma", "gemma2", "gemma3_text", "phi3", "olmo", "olmo2", "olmoe", "granite", "granitemoe",
+    "cohere", "stablelm", "starcoder2", "deepseek_v2", "deepseek_v3", "glm4", "exaone4", "smollm3", "ministral",
 })
 
 
@@ -112,6 +114,9 @@ class ModelArch(Strict):
     max_position_embeddings: int = Field(default=4096, gt=0, le=1 << 24)
     param_count: int | None = Field(default=None, gt=0)  # total parameters as transformers counts them, checked by a test
     source: str = "inline"
+    # the model's own config.json (model_type included) when it came from one: what the trace builds; None = a
+    # Llama-family decoder built from the fields above
+    hf_config: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelArch":
@@ -126,12 +131,12 @@ class ModelArch(Strict):
             raise ValueError("hidden_size is not a multiple of num_attention_heads")
         return self
 
-    @field_validator("hf_model_type")
-    @classmethod
-    def _decoder(cls, v: str) -> str:
-        if v not in DECODER_MODEL_TYPES:
-            raise ValueError(f"model_type {v!r} is not a Llama-style decoder; supported: {', '.join(sorted(DECODER_MODEL_TYPES))}")
-        return v
+    @model_validator(mode="after")
+    def _decoder(self) -> "ModelArch":
+        if self.hf_config is None and self.hf_model_type not in ("llama", "mistral", "mixtral", "qwen2"):
+            raise ValueError(f"model_type {self.hf_model_type!r} needs its config.json (hf_config); inline "
+                             f"architectures are Llama-style (llama, mistral, mixtral, qwen2)")
+        return self
 
     @property
     def head_size(self) -> int:
@@ -171,7 +176,9 @@ class TrainCase(_CaseBase):
     grad_accum: int = Field(default=1, ge=1, le=1 << 20)
     seq_len: int = Field(default=2048, ge=1, le=1 << 24)
     lora_rank: int = Field(default=64, ge=1, le=1 << 16)
-    lora_targets: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    # PEFT's target_modules: the model's own module names (a Phi-3 has qkv_proj, gate_up_proj) or "all-linear";
+    # PEFT resolves them on the traced model, which says which names exist
+    lora_targets: Union[list[Annotated[str, Field(min_length=1, max_length=200)]], Literal["all-linear"]] = ["q_proj", "k_proj", "v_proj", "o_proj"]
     # ZeRO++ (Wang et al. 2023, arXiv 2306.10209) and MiCS (Zhang et al. 2022, arXiv 2205.00119), ZeRO-3 only;
     # the names are DeepSpeed's own config keys
     zero_quantized_weights: bool = False  # qwZ: int8 weights in the forward all-gather
@@ -192,14 +199,15 @@ class TrainCase(_CaseBase):
 
     @field_validator("lora_targets")
     @classmethod
-    def _known_targets(cls, v: list[str]) -> list[str]:
+    def _known_targets(cls, v: list[str] | str) -> list[str] | str:
+        if isinstance(v, str):
+            return v
         if not v:
-            raise ValueError(f"must name at least one projection; valid: {', '.join(LORA_TARGETS)}")
+            raise ValueError("must name at least one module (e.g. q_proj) or be 'all-linear'")
+        if len(v) > 64:
+            raise ValueError(f"names {len(v)} modules; at most 64")
         if len(set(v)) != len(v):
-            raise ValueError(f"names a projection twice: {sorted(t for t in set(v) if v.count(t) > 1)[0]!r}")
-        bad = [t for t in v if t not in LORA_TARGETS]
-        if bad:
-            raise ValueError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LORA_TARGETS)}")
+            raise ValueError(f"names a module twice: {sorted(t for t in set(v) if v.count(t) > 1)[0]!r}")
         return v
 
 
@@ -245,7 +253,7 @@ class ServeCase(_CaseBase):
 
 Case = Annotated[Union[TrainCase, ServeCase], Field(discriminator="task")]
 
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # a Llama layer's projections
 
 
 # --------------------------------------------------------------------------------------------------
@@ -283,6 +291,9 @@ class TrainPrediction(BaseModel):
     capacity_gib: float | None = None  # device memory of one GPU
     why_not_fits: str | None = None
     failure: Literal["device_oom", "host_oom"] | None = None  # when fits is false: which memory runs out
+    # probability of running out of GPU memory or host RAM, from the memory model's held-out error in its regime;
+    # fits is true only when it is at most 0.05 (models.oom)
+    p_oom: float | None = None
     model_tflops_per_gpu: float | None = None  # model FLOPs per second per GPU (MFU numerator)
     host_capacity_gib: float | None = None  # usable host RAM of the node the verdict was made against
     network: str | None = None  # several nodes: the network between them the prediction assumed, and its source

@@ -42,6 +42,7 @@ class ParamCounts:
     per_layer_other: int  # norms, biases, router
     final_norm: int
     layers: int
+    largest: int = 0  # the largest single tensor when counted on the model (an expert stack can beat the head)
 
     @property
     def decoder_linear(self) -> int:
@@ -55,7 +56,7 @@ class ParamCounts:
     @property
     def largest_module(self) -> int:
         """Largest single parameter tensor (DeepSpeed's ``largest_layer_params``)."""
-        return max(self.embedding, self.lm_head)
+        return max(self.embedding, self.lm_head, self.largest)
 
 
 def linears(arch: ModelArch) -> list[Linear]:

@@ -138,7 +138,8 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # fp32 trainable weights (full training keeps fp32 masters, PEFT fp32 adapters) beside a 16-bit
         # or quantized frozen base; autocast caches 16-bit copies of the fp32 weights for the step
         w = t * 4 + frozen
-        return ModelStates(w, t * half, 0.0, t * 4.0, t * 8.0, 0.0)
+        # a trace under autocast saw those 16-bit copies alive itself (saved for the products' backward)
+        return ModelStates(w, t * half if s.trace is None else 0.0, 0.0, t * 4.0, t * 8.0, 0.0)
     z = s.zero
     largest = s.params.largest_module * 4  # DeepSpeed's largest_layer_memory
     if z == 0:
@@ -198,7 +199,10 @@ def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float
 
 
 def activation_bytes(s: TrainSetup) -> float:
-    """Saved activations of one micro-batch on one rank, at the start of backward."""
+    """Saved activations of one micro-batch on one rank, at the start of backward: what the trace saw alive when
+    forward ended (the loss's buffers included), else the hand count below."""
+    if s.trace is not None:
+        return max(s.trace.total("saved_bytes", s.case.micro_batch_size, s.case.seq_len), 0.0)
     per_layer = activation_bytes_per_token_layer(s, eager_scores=not s.case.flash_attention) * s.tokens
     layers = s.arch.num_hidden_layers
     if s.case.recompute:
@@ -210,9 +214,17 @@ def activation_bytes(s: TrainSetup) -> float:
     return layer_part + head
 
 
+def transient_bytes(s: TrainSetup, eff: Efficiencies) -> float:
+    """What backward adds above the saved activations at its peak: with a trace, its measured peak (the loss's fp32
+    gradient over the vocabulary, a layer's backward temporaries); else the hand count's logits buffers."""
+    if s.trace is not None:
+        return max(s.trace.peak_extra_bytes.at(s.case.micro_batch_size, s.case.seq_len), 0.0)
+    return eff.logits_bytes_per_vocab * s.arch.vocab_size * s.tokens
+
+
 def buffer_bytes(s: TrainSetup, eff: Efficiencies) -> float:
-    """Loss buffers (logits and their fp32 copies) and DeepSpeed's communication buckets."""
-    logits = eff.logits_bytes_per_vocab * s.arch.vocab_size * s.tokens
+    """Loss buffers (or the traced backward's transients) and DeepSpeed's communication buckets."""
+    logits = transient_bytes(s, eff)
     if s.case.engine != "deepspeed" or s.ranks == 1 and s.zero == 0:
         comm = 0.0
     elif s.zero in (1, 2):
@@ -226,7 +238,7 @@ def buffer_bytes(s: TrainSetup, eff: Efficiencies) -> float:
 
 def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     st = model_state_bytes(s)
-    logits = eff.logits_bytes_per_vocab * s.arch.vocab_size * s.tokens
+    logits = transient_bytes(s, eff)
     comm = buffer_bytes(s, eff) - logits
     act = activation_bytes(s)
     start = st.weights + st.autocast_cache + st.grads_kept + act + logits

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from knowledge.traces import ArchTrace, Part
 from models.architecture import attention_flops, linears, unfused_elementwise_bytes
 from models.roofline import Ceilings, ceilings
 from models.setup import QUANT_BYTES, TrainSetup, derive
@@ -52,16 +53,67 @@ class Operator:
         return self.flops / self.time_s if self.time_s else 0.0
 
 
-def layer_operators(case: TrainCase, arch: ModelArch, platform: PlatformSpec, eff: Efficiencies) -> list[Operator]:
+def layer_operators(case: TrainCase, arch: ModelArch, platform: PlatformSpec, eff: Efficiencies,
+                    trace: ArchTrace | None = None) -> list[Operator]:
     """Every operator of one layer forward (and the LM head) for ``case``, with FLOPs, bytes and time."""
-    return training_operators(derive(case, arch, platform), eff, ceilings(platform, eff))
+    return training_operators(derive(case, arch, platform, trace), eff, ceilings(platform, eff))
 
 
 def training_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Operator]:
-    """The operators of one layer forward and the LM head: what ``models.step_time`` sums.
+    """The operators of one layer forward and the LM head: what ``models.step_time`` sums."""
+    if s.trace is not None:
+        return _part_operators(s, s.trace.layer, eff, c, True) + _part_operators(s, s.trace.head(), eff, c, False)
+    return _llama_operators(s, eff, c)
 
-    Elementwise FLOPs are an estimate (RMSNorm ~4, RoPE ~3, residual 1, SwiGLU ~5 per element).
-    """
+
+def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, per_layer: bool) -> list[Operator]:
+    """Roofline points of a traced part: products by weight shape (forward and backward as the trace ran them:
+    weight gradients only where weights train), attention, and the memory-bound kernels' bytes."""
+    case = s.case
+    b, n = case.micro_batch_size, case.seq_len
+    T = s.tokens
+    bw = c.memory_bps * eff.memory_eff
+    w_bytes = QUANT_BYTES[case.quantization]
+    shapes: dict[tuple, dict[str, float]] = {}
+    for g in part.gemms:
+        key = (g.k, g.n, g.quantizable, g.adapter)
+        d = shapes.setdefault(key, {"fwd": 0.0, "bwd": 0.0, "flops": 0.0, "bytes": 0.0})
+        rows = max(g.rows_per_token * T, 1.0)
+        flops = g.flops.at(b, n)
+        quant = g.quantizable and case.quantization != "none"
+        gemm = flops / (c.matmul_flops * gemm_efficiency(rows, eff))
+        weight_bytes = g.k * g.n * g.calls * (w_bytes if quant else 2.0)
+        nbytes = weight_bytes + 2.0 * rows * (g.k + g.n) * g.calls
+        t = max(gemm, nbytes / bw)
+        if quant and case.quantization == "int8":
+            t *= eff.int8_matmul_slowdown
+        elif quant and case.quantization == "nf4":
+            t += g.k * g.n * g.calls * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
+        d[g.phase] += t
+        if g.phase == "fwd":
+            d["flops"] += flops
+            d["bytes"] += nbytes
+    ops = [Operator(f"{'LoRA ' if a else ''}{k}x{nn}{' (quantized)' if q and case.quantization != 'none' else ''}",
+                    "lora" if a else "matmul", d["flops"], d["bytes"], d["fwd"], per_layer, d["bwd"])
+           for (k, nn, q, a), d in sorted(shapes.items())]
+    att_f, att_b = part.attention_flops_fwd.at(b, n), part.attention_flops_bwd.at(b, n)
+    if att_f > 0:
+        if case.flash_attention:
+            rate = c.matmul_flops * eff.attention_eff
+        else:  # eager: the score products are batched GEMMs over s x s tiles
+            rate = c.matmul_flops * gemm_efficiency(T, eff)
+        ops.append(Operator("attention (fused)" if case.flash_attention else "attention QKᵀ, AV (eager)", "attention",
+                            att_f, 0.0, att_f / rate, per_layer, att_b / rate))
+    ew_f = max(part.other_bytes_fwd.at(b, n), 0.0) * eff.trace_dram_fraction
+    ew_b = max(part.other_bytes_bwd.at(b, n), 0.0) * eff.trace_dram_fraction
+    ops.append(Operator(ELEMENTWISE_NAME if per_layer else "LM head's loss and the rest", "elementwise", 0.0, ew_f,
+                        ew_f / bw, per_layer, ew_b / bw))
+    return ops
+
+
+def _llama_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Operator]:
+    """The hand count of a Llama layer (no trace). Elementwise FLOPs are an estimate (RMSNorm ~4, RoPE ~3,
+    residual 1, SwiGLU ~5 per element)."""
     case = s.case
     a, T = s.arch, s.tokens
     bw = c.memory_bps * eff.memory_eff
@@ -82,7 +134,7 @@ def training_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Op
         # backward: the activation gradient (a GEMM of the same size; a quantized weight is dequantized
         # again), plus the weight gradient only where the weight trains
         ops.append(Operator(lin.name, "matmul", flops, nbytes, t, backward_s=t + (gemm if weights_train else 0.0)))
-        if s.is_lora and lin.name in case.lora_targets:
+        if s.is_lora and lin.name in s.lora_target_names:
             lora_bytes = 4.0 * T * (lin.in_features + lin.out_features) * lin.experts
             lora_flops = 2.0 * T * case.lora_rank * (lin.in_features + lin.out_features) * lin.experts
             ops.append(Operator(f"LoRA {lin.name}", "lora", lora_flops, lora_bytes, lora_bytes / bw,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, TrainCase
+from knowledge.traces import ArchTrace
 from models.architecture import LINEAR_NAMES, ParamCounts, lora_params_per_layer, param_counts
 
 # Bytes per quantized weight. NF4 with double quantization: 4 bits + an 8-bit absmax per 64 weights +
@@ -30,6 +31,9 @@ class TrainSetup:
     lora: int  # adapter parameters (part of trainable)
     half_bytes: int  # 2: bf16 or fp16
     nodes: int = 1  # servers the ranks are spread over, evenly
+    # the model's own code traced under this case's method, attention and recomputation (probes.trace); None =
+    # the hand count of a Llama decoder in models.architecture, which a test holds to the trace
+    trace: ArchTrace | None = None
 
     @property
     def per_node(self) -> int:
@@ -62,6 +66,21 @@ class TrainSetup:
     def offload_params(self) -> bool:
         return self.case.offload == "optimizer+params"
 
+    @property
+    def lora_target_names(self) -> tuple[str, ...]:
+        """The adapted projections of a Llama layer (the hand count's view of PEFT's target_modules)."""
+        t = self.case.lora_targets
+        return LINEAR_NAMES if t == "all-linear" else tuple(t)
+
+    @property
+    def adapted_modules_per_layer(self) -> float:
+        """Modules PEFT wrapped per layer: from the trace (two adapter products each), else the targets named."""
+        if not self.is_lora:
+            return 0.0
+        if self.trace is not None:
+            return sum(g.calls for g in self.trace.layer.gemms if g.adapter and g.phase == "fwd") / 2
+        return float(len(self.lora_target_names))
+
     def linear_saves_input(self, name: str) -> bool:
         """Does autograd keep this projection's input for backward? Only when some weight behind it trains.
 
@@ -71,7 +90,7 @@ class TrainSetup:
         """
         if self.case.method == "full" and self.case.quantization == "none":
             return True
-        if self.is_lora and name in self.case.lora_targets:
+        if self.is_lora and name in self.lora_target_names:
             return True  # the LoRA A matrix trains on the same input
         return False
 
@@ -110,7 +129,7 @@ def check_partitions(case: TrainCase, ranks: int, per_node: int) -> None:
                                f"{per_node} GPUs per node (e.g. {per_node})")
 
 
-def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec) -> TrainSetup:
+def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec, trace: ArchTrace | None = None) -> TrainSetup:
     check_combination(case)
     nodes = case.nodes
     ranks = case.gpus or platform.count * nodes
@@ -120,12 +139,18 @@ def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec) -> TrainSet
     if ranks % nodes:
         raise AdvisorError(f"gpus={ranks} cannot be spread evenly over nodes={nodes}: use a multiple of {nodes}")
     check_partitions(case, ranks, ranks // nodes)
-    bad = [t for t in case.lora_targets if t not in LINEAR_NAMES]
-    if bad:
-        raise AdvisorError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LINEAR_NAMES)}")
-    pc = param_counts(arch)
-    quantized = pc.decoder_linear if case.quantization != "none" else 0
-    lora = lora_params_per_layer(arch, case.lora_rank, case.lora_targets) * arch.num_hidden_layers if case.method != "full" else 0
+    if trace is not None:
+        pc = traced_param_counts(trace)
+        quantized = trace.params.quantizable if case.quantization != "none" else 0
+        lora = trace.params.adapter if case.method != "full" else 0
+    else:
+        targets = list(LINEAR_NAMES) if case.lora_targets == "all-linear" else case.lora_targets
+        bad = [t for t in targets if t not in LINEAR_NAMES]
+        if bad:
+            raise AdvisorError(f"unknown LoRA target {bad[0]!r}; valid: {', '.join(LINEAR_NAMES)}")
+        pc = param_counts(arch)
+        quantized = pc.decoder_linear if case.quantization != "none" else 0
+        lora = lora_params_per_layer(arch, case.lora_rank, targets) * arch.num_hidden_layers if case.method != "full" else 0
     if case.method == "full":
         trainable = pc.total - quantized  # quantized projections are frozen (the published "Q" rows)
         frozen16 = 0
@@ -134,5 +159,13 @@ def derive(case: TrainCase, arch: ModelArch, platform: PlatformSpec) -> TrainSet
         frozen16 = pc.total - quantized
     return TrainSetup(
         case=case, arch=arch, platform=platform, params=pc, ranks=ranks, trainable=trainable,
-        frozen_16bit=frozen16, quantized=quantized, lora=lora, half_bytes=2, nodes=nodes,
+        frozen_16bit=frozen16, quantized=quantized, lora=lora, half_bytes=2, nodes=nodes, trace=trace,
     )
+
+
+def traced_param_counts(t: ArchTrace) -> ParamCounts:
+    """The parameters the model and PEFT created on the fake model, in the hand count's shape."""
+    p = t.params
+    per_layer = p.quantizable // max(t.layers, 1)
+    other = (p.total - p.embedding - p.lm_head - p.quantizable) // max(t.layers, 1)
+    return ParamCounts(p.total, p.embedding, p.lm_head, per_layer, other, 0, t.layers, largest=p.largest)

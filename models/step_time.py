@@ -67,15 +67,28 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     layer = [op for op in ops if op.per_layer]
     fwd = a.num_hidden_layers * sum(op.time_s for op in layer)
     bwd = a.num_hidden_layers * sum(op.backward_s for op in layer)
-    kernels = KERNELS_PER_LAYER_FWD + (0 if case.flash_attention else KERNELS_EAGER_ATTENTION)
-    kernels += eff.lora_kernels_per_target * len(case.lora_targets) * s.is_lora
-    kernels += KERNELS_PER_QUANT_LINEAR * 7 * (case.quantization != "none")
-    kernels *= a.num_hidden_layers
+    quant_linears = _quantized_linears_per_layer(s) * (case.quantization != "none")
+    if s.trace is not None:  # kernels the model's own code launched (adapters' included), per layer and the rest
+        t = s.trace
+        per_layer = t.layer.kernels_fwd
+        rest = t.head().kernels_fwd
+    else:
+        per_layer = KERNELS_PER_LAYER_FWD + (0 if case.flash_attention else KERNELS_EAGER_ATTENTION)
+        per_layer += eff.lora_kernels_per_target * s.adapted_modules_per_layer
+        rest = KERNELS_HEAD
+    kernels = (per_layer + KERNELS_PER_QUANT_LINEAR * quant_linears) * a.num_hidden_layers
     if not layers_only:
         fwd += sum(op.time_s for op in ops if not op.per_layer)
         bwd += sum(op.backward_s for op in ops if not op.per_layer)
-        kernels += KERNELS_HEAD
+        kernels += rest
     return _Pass(fwd, bwd, kernels)
+
+
+def _quantized_linears_per_layer(s: TrainSetup) -> float:
+    """Projections per layer that weight quantization replaces (each adds a dequantize or an int8 split)."""
+    if s.trace is None:
+        return 7.0
+    return sum(g.calls for g in s.trace.layer.gemms if g.quantizable and g.phase == "fwd")
 
 
 def soft_max(a: float, b: float, p: float = 4.0) -> float:
@@ -111,7 +124,9 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernel
     if case.recompute:
         bwd += layer_kernels * per_kernel  # the checkpointed forward runs again
     if case.engine == "deepspeed" and s.zero in (1, 2):
-        tensors = (2 * len(case.lora_targets) if s.is_lora else TENSORS_PER_LAYER) * s.arch.num_hidden_layers
+        per_layer = s.trace.params.tensors_trainable_per_layer if s.trace is not None else (
+            2 * s.adapted_modules_per_layer if s.is_lora else TENSORS_PER_LAYER)
+        tensors = per_layer * s.arch.num_hidden_layers
         bwd += tensors * eff.zero12_hook_s
     return fwd, bwd
 
@@ -120,12 +135,14 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     case, n, accum = s.case, s.ranks, s.case.grad_accum
     full = _pass(s, eff, c)
     layers = _pass(s, eff, c, layers_only=True)
-    bwd_gpu = full.backward_gpu_s + (layers.gpu_s if case.recompute else 0.0)
+    # a traced recomputation already ran its forward again inside backward
+    bwd_gpu = full.backward_gpu_s + (layers.gpu_s if case.recompute and s.trace is None else 0.0)
     fwd_cpu, bwd_cpu = _dispatch(s, eff, full.kernels, layers.kernels)
 
     # --- communication ----------------------------------------------------------------------
     zero3_hooks = 0.0
-    calls = s.arch.num_hidden_layers * (MODULES_PER_LAYER + 2 * len(case.lora_targets) * s.is_lora)
+    modules = s.trace.params.modules_per_layer if s.trace is not None else MODULES_PER_LAYER + 2 * s.adapted_modules_per_layer
+    calls = s.arch.num_hidden_layers * modules
     comm = zero_communication(s, eff, c, calls)
     per_mb_comm, per_step_comm = comm.per_micro_batch_s, comm.per_step_s
     if case.engine == "deepspeed" and s.zero == 3:

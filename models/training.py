@@ -5,24 +5,33 @@ from __future__ import annotations
 import math
 
 from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase, TrainPrediction
+from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
 from models.memory import TrainMemory, training_memory, usable_gib
+from models.oom import MEMORY_REL_ERROR, P_OOM_FITS, p_exceeds, p_oom
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
 
 
-def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str | None, str | None]:
-    """(fits, why not, failure kind)."""
+def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str | None, str | None, float]:
+    """(fits, why not, failure kind, p_oom): fits only when P(OOM) <= 5% (models.oom)."""
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
+    host_gib = mem.host / GiB
+    p = p_oom(peak, cap, host_gib, cal.host_ram_gib, s.trace is not None)
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
     if peak > cap:
-        return False, f"needs {round_up(peak)} GiB per GPU, {round_down(cap)} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom"
-    host_gib = mem.host / GiB
+        return False, f"needs {round_up(peak)} GiB per GPU, {round_down(cap)} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom", p
     if host_gib > cal.host_ram_gib:
-        return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node", "host_oom"
-    return True, None, None
+        return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node", "host_oom", p
+    if p > P_OOM_FITS:
+        device = p_exceeds(peak, cap, MEMORY_REL_ERROR["trace" if s.trace is not None else "hand"])
+        where = "GPU memory" if device >= p / 2 else "host RAM"
+        failure = "device_oom" if where == "GPU memory" else "host_oom"
+        used = peak / cap if failure == "device_oom" else host_gib / cal.host_ram_gib
+        return False, f"too close to the limit: {used:.0%} of usable {where}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p
+    return True, None, None, p
 
 
 def round_up(x: float, digits: int = 1) -> str:
@@ -50,14 +59,16 @@ def predict_training(
     platform: PlatformSpec,
     cal: Calibration,
     rel_error: float | None = None,
+    trace: ArchTrace | None = None,
 ) -> TrainPrediction:
-    """Predict one training case. ``rel_error`` (held-out MAPE) widens the throughput interval."""
-    s = derive(case, arch, platform)
+    """Predict one training case. ``rel_error`` (held-out MAPE) widens the throughput interval; ``trace`` is the
+    model's own code traced for this case (``advisor.traces``), None for the hand count of a Llama decoder."""
+    s = derive(case, arch, platform, trace)
     mem = training_memory(s, cal.eff)
     t = training_step_time(s, cal.eff, cal.ceilings)
     step = t.total
     tps = tokens_per_step(s) / step
-    fits, why, failure = _fits(s, mem, cal)
+    fits, why, failure, p = _fits(s, mem, cal)
     interval = None
     if rel_error:
         interval = {"tokens_per_s": (tps / (1 + rel_error), tps * (1 + rel_error)), "step_time_s": (step / (1 + rel_error), step * (1 + rel_error))}
@@ -66,5 +77,5 @@ def predict_training(
         breakdown=breakdown(mem, t), interval=interval, host_mem_gib=mem.host / GiB,
         capacity_gib=platform.gpu.memory_gib, why_not_fits=why, failure=failure,
         model_tflops_per_gpu=model_flops_per_step(s) / step / 1e12,
-        host_capacity_gib=cal.host_ram_gib,
+        host_capacity_gib=cal.host_ram_gib, p_oom=round(p, 4),
     )

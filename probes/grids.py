@@ -241,7 +241,60 @@ def _weak(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
     return offload[:3] + small[2:3] + two[:3] + small[:2] + two[3:] + small[3:6] + offload[3:] + small[6:]
 
 
-GRIDS: dict[str, Any] = {"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
+CONFIGS = "knowledge/data/configs/"  # architectures outside the catalog, given as their config.json
+
+
+def _families(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
+    """Families the catalog's Llama formulas never described, each from its own config.json: q/k norms and a 152k
+    vocabulary (Qwen3), fused QKV and gate/up (Phi-3), soft-capping and sliding windows (Gemma-2), routed and shared
+    experts (Qwen1.5-MoE), latent attention (DeepSeek-V2-Lite)."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = {k: CONFIGS + f + ".json" for k, f in (("q8", "qwen3-8b"), ("q2", "qwen3-1.7b"), ("phi", "phi-3-mini-4k"),
+                                               ("g2", "gemma-2-2b"), ("g9", "gemma-2-9b"), ("moe", "qwen1.5-moe-a2.7b"),
+                                               ("dsv2", "deepseek-v2-lite"))}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=kw.pop("gpus", gpus), **kw)
+
+    if gpus == 1:
+        return [
+            c("q8-lora-pt-mb1-s2048", "q8", "finetune", method="lora", **pt),
+            c("phi-lora-qkv-pt-mb2-s4096", "phi", "finetune", method="lora", **pt, lora_targets=["qkv_proj", "o_proj"],
+              micro_batch_size=2, seq_len=4096),
+            c("g2-full-pt-mb2-s2048", "g2", "pretrain", **pt, micro_batch_size=2),
+            c("moe-lora-pt-mb2-s2048", "moe", "finetune", method="lora", **pt, micro_batch_size=2),
+            c("dsv2-lora-all-pt-mb1-s2048", "dsv2", "finetune", method="lora", **pt, lora_targets="all-linear"),
+            c("q2-full-ds-z0-mb4-s2048", "q2", "pretrain", **ds, micro_batch_size=4),
+            c("q8-qlora-pt-rc-mb2-s4096", "q8", "finetune", method="qlora", **pt, recompute=True, micro_batch_size=2,
+              seq_len=4096),
+            c("phi-full-ds-z1-mb1-s2048", "phi", "finetune", method="full", **ds, zero_stage=1),
+            c("g9-lora-pt-rc-mb1-s4096", "g9", "finetune", method="lora", **pt, recompute=True, seq_len=4096),
+            c("q8-lora-pt-eager-mb1-s2048", "q8", "finetune", method="lora", **pt, flash_attention=False),
+            c("q2-full-ds-z2-offopt-mb2-s4096", "q2", "pretrain", **ds, zero_stage=2, offload="optimizer",
+              micro_batch_size=2, seq_len=4096, **_OFF),
+            c("moe-lora-ds-z2-all-mb1-s1024", "moe", "finetune", method="lora", **ds, zero_stage=2,
+              lora_targets="all-linear", seq_len=1024),
+            c("phi-lora-all-pt-mb8-s1024", "phi", "finetune", method="lora", **pt, lora_targets="all-linear",
+              micro_batch_size=8, seq_len=1024),
+            c("q8-full-pt-mb1-s1024", "q8", "pretrain", **pt, seq_len=1024),
+        ]
+    return [
+        c("q8-full-ds-z2-mb2-s4096", "q8", "pretrain", **ds, zero_stage=2, micro_batch_size=2, seq_len=4096),
+        c("q8-full-ds-z3-mb2-s4096", "q8", "pretrain", **ds, zero_stage=3, micro_batch_size=2, seq_len=4096),
+        c("phi-full-ds-z2-mb2-s4096", "phi", "finetune", method="full", **ds, zero_stage=2, micro_batch_size=2,
+          seq_len=4096),
+        c("g9-full-ds-z3-rc-mb1-s4096", "g9", "pretrain", **ds, zero_stage=3, recompute=True, seq_len=4096),
+        c("moe-full-ds-z3-mb1-s2048", "moe", "pretrain", **ds, zero_stage=3),
+        c("dsv2-lora-ds-z2-mb2-s2048", "dsv2", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=2),
+        c("q2-full-pt-mb4-s8192", "q2", "pretrain", **pt, micro_batch_size=1, seq_len=8192),
+        c("q8-full-ds-z3-offopt-mb1-s2048", "q8", "pretrain", **ds, zero_stage=3, offload="optimizer", **_OFF_BIG),
+        c("g2-lora-ds-z0-mb4-s4096", "g2", "finetune", method="lora", **ds, micro_batch_size=4, seq_len=4096),
+        c("q8-qlora-pt-mb4-s2048", "q8", "finetune", method="qlora", **pt, micro_batch_size=4, gpus=1),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h100-families": lambda: _families("h100x1", "h100f", 1),
+                         "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
 
 

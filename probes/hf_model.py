@@ -41,8 +41,11 @@ def hf_config(arch: ModelArch, num_layers: int | None = None, *, attn_impl: str 
     """The transformers config of ``arch``; ``num_layers`` overrides the depth (a truncated probe model).
 
     ``attn_impl`` is "sdpa" (fused attention; FlashAttention kernels on Hopper in bf16) or "eager" (scores
-    materialised). ``use_cache`` is False for training so no KV cache is built.
+    materialised). ``use_cache`` is False for training so no KV cache is built. A model given by its config.json
+    is built from that config, whatever its family.
     """
+    if arch.hf_config is not None:
+        return config_from_dict(arch.hf_config, num_layers, attn_impl=attn_impl, use_cache=use_cache)
     import transformers
 
     kind = _family(arch)
@@ -71,6 +74,49 @@ def hf_config(arch: ModelArch, num_layers: int | None = None, *, attn_impl: str 
     cfg = cls(**kw)
     cfg._attn_implementation = attn_impl
     return cfg
+
+
+def config_dict(arch: ModelArch) -> dict[str, Any]:
+    """The config.json of ``arch`` as a plain dict with ``model_type``: its own, or the Llama-family one."""
+    if arch.hf_config is not None:
+        return dict(arch.hf_config)
+    cfg = hf_config(arch).to_dict()
+    return {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("architectures", "dtype", "torch_dtype")}
+
+
+def attention_for(cfg: Any, want: str) -> str:
+    """``want`` ("sdpa" or "eager"), or "eager" where the family has no SDPA path (Gemma-2's soft-capping): what
+    transformers runs for it, so the trace and the measurement see the same kernels."""
+    import transformers
+
+    if want != "sdpa":
+        return want
+    arch = (getattr(cfg, "architectures", None) or [None])[0]
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    cls = getattr(transformers, arch or MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(cfg.model_type, ""), None)
+    return "sdpa" if cls is None or getattr(cls, "_supports_sdpa", True) else "eager"
+
+
+def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, attn_impl: str = "sdpa",
+                     use_cache: bool = False) -> Any:
+    """A transformers config from a config.json dict, cut to ``num_layers`` (its layer pattern kept)."""
+    import transformers
+
+    cfg = dict(config)
+    kind = cfg.pop("model_type")
+    layers = num_layers or int(cfg["num_hidden_layers"])
+    cfg["num_hidden_layers"] = layers
+    cfg["use_cache"] = use_cache
+    if isinstance(cfg.get("layer_types"), list) and cfg["layer_types"]:
+        cfg["layer_types"] = [cfg["layer_types"][i % len(cfg["layer_types"])] for i in range(layers)]
+    for k in ("quantization_config", "dtype", "torch_dtype"):
+        cfg.pop(k, None)  # a checkpoint's storage format says nothing of speed or memory
+    for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        cfg[k] = None  # the tokenizer's ids: the family's defaults may lie outside a shortened vocabulary
+    out = transformers.AutoConfig.for_model(kind, **cfg)
+    out._attn_implementation = attention_for(out, attn_impl)
+    return out
 
 
 @contextlib.contextmanager
@@ -113,11 +159,11 @@ def build_model(
         # against a world size of 1 and rejects any multi-GPU config
         deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
         with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
-            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
+            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
         return model
     if quantization == "none":
         with torch.device(device):
-            return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attn_impl)
+            return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
 
     # Quantized base: a one-layer shell for embeddings / norm / rotary / lm_head, then the real layers.
     # "engine:fp8" / "engine:int8" / "engine:int4": engines' kernels (probes.engine_linears); plain "int8" and
@@ -129,10 +175,8 @@ def build_model(
         _bnb()  # fail early, before allocating anything, when bitsandbytes is missing
     shell_cfg = hf_config(arch, 1, attn_impl=attn_impl, use_cache=use_cache)
     with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(shell_cfg, dtype=dtype, attn_implementation=attn_impl)
-    kind = _family(arch)
-    module = __import__(f"transformers.models.{_FAMILIES[kind][1]}.modeling_{_FAMILIES[kind][1]}", fromlist=["x"])
-    layer_cls = getattr(module, _FAMILIES[kind][2])
+        model = transformers.AutoModelForCausalLM.from_config(shell_cfg, dtype=dtype, attn_implementation=shell_cfg._attn_implementation)
+    layer_cls = type(model.model.layers[0])  # the family's decoder layer, whatever the family
     layers = torch.nn.ModuleList()
     model.model.layers = layers  # drop the shell's layer before building the real ones
     for i in range(cfg.num_hidden_layers):
@@ -255,7 +299,7 @@ def apply_method(model: Any, case: TrainCase) -> Any:
         r=case.lora_rank,
         lora_alpha=2 * case.lora_rank,
         lora_dropout=0.0,
-        target_modules=list(case.lora_targets),
+        target_modules=case.lora_targets if isinstance(case.lora_targets, str) else list(case.lora_targets),
         bias="none",
         task_type="CAUSAL_LM",
     )

@@ -1,0 +1,111 @@
+"""The trace a training prediction uses: which variant a case needs, and where its trace comes from.
+
+Traces are looked up, in order, in this process's memory, the package's bundled traces
+(``knowledge/data/traces/<config hash>.json``: the catalog's models and the architectures we measured) and the
+user's own (``ADVISOR_HOME/traces/``); a miss runs ``probes.trace`` (about a second per variant; the first import of
+transformers and PEFT takes longer) and keeps the result under ADVISOR_HOME, written atomically. Models given by
+their own config.json (a path or a hub id) are traced; the catalog's Llama-family decoders keep the hand count. A trace depends on
+the config and the variant only, so a cached one is exact for that model whatever the hardware.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from knowledge.errors import AdvisorError
+from knowledge.paths import BUNDLED, advisor_home
+from knowledge.schema import ModelArch, TrainCase
+from knowledge.traces import ArchTrace, TraceVariant
+
+BUNDLED_TRACES = BUNDLED / "data" / "traces"
+
+
+def variant_for(case: TrainCase) -> TraceVariant:
+    """What the trace of ``case`` must run: what trains, the attention kernel, recomputation, the weights' dtype."""
+    adapters = case.method in ("lora", "qlora")
+    if adapters:
+        trains = "adapters"
+    elif case.quantization != "none":
+        trains = "non-projections"  # the published "Q" rows: a quantized frozen base, the rest trains
+    else:
+        trains = "all"
+    targets = case.lora_targets if adapters else []
+    return TraceVariant(
+        trains=trains, lora_targets=targets if isinstance(targets, str) else sorted(targets),
+        lora_rank=case.lora_rank if adapters else 0, attention="sdpa" if case.flash_attention else "eager",
+        recompute=case.recompute, fp32_weights=case.engine == "pytorch" and trains == "all",
+    )
+
+
+def _user_dir() -> Path:
+    return advisor_home() / "traces"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+class TraceBook:
+    """Traces by (config hash, variant): one per entry point, like the calibration it sits beside."""
+
+    def __init__(self, on_trace: Callable[[str], None] | None = None) -> None:
+        self._kept: dict[tuple[str, str], ArchTrace] = {}
+        self._files: dict[Path, dict[str, Any]] = {}
+        self.on_trace = on_trace  # told before a trace runs (a progress line for the CLI)
+
+    def _file(self, path: Path) -> dict[str, Any]:
+        if path not in self._files:
+            self._files[path] = _read(path) if path.is_file() else {}
+        return self._files[path]
+
+    def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
+        """The trace of ``arch`` under ``case``; None for a catalog or inline Llama-family decoder, whose hand count
+        (models.architecture) was fitted and validated on our runs and agrees with its trace (tests/test_trace.py)."""
+        if arch.hf_config is None:
+            return None
+        from probes.hf_model import config_dict
+        from probes.trace import config_hash
+
+        config = config_dict(arch)
+        h, v = config_hash(config), variant_for(case)
+        key = (h, v.key)
+        if key in self._kept:
+            return self._kept[key]
+        for path in (BUNDLED_TRACES / f"{h}.json", _user_dir() / f"{h}.json"):
+            found = self._file(path).get(v.key)
+            if found:
+                t = ArchTrace.model_validate(found)
+                self._kept[key] = t
+                return t
+        if self.on_trace:
+            self.on_trace(f"tracing {arch.name} ({v.key}) on fake tensors")
+        t = run_trace(config, v)
+        self._kept[key] = t
+        save(_user_dir() / f"{h}.json", t)
+        return t
+
+
+def run_trace(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
+    from probes.trace import trace_model
+
+    try:
+        return trace_model(config, variant)
+    except AdvisorError:
+        raise
+    except ImportError as e:
+        raise AdvisorError(f"tracing needs torch, transformers and peft: {e}") from None
+
+
+def save(path: Path, trace: ArchTrace) -> None:
+    """Add ``trace`` to the file of its config, atomically, keeping the variants already there."""
+    from knowledge.store import atomic_write_json
+
+    data = _read(path) if path.is_file() else {}
+    data[trace.variant.key] = trace.model_dump(mode="json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, data)

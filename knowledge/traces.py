@@ -1,0 +1,131 @@
+"""What a fake-tensor trace of a model's own code says about it: the typed record ``probes.trace`` writes.
+
+A trace runs one training step of a one-period and a two-period cut of the model (a period is the repeat of
+its layer pattern: 1 for Llama, 2 for Gemma-2's sliding/full pair) at three sequence lengths on fake tensors,
+and keeps, per decoder layer and for the rest of the model (embedding, the layers before the pattern, final
+norm, LM head, loss), every quantity the performance model needs as a polynomial in the micro-batch's shape:
+``const + batch * seq * (per_token + seq * per_token_seq)``. Nothing here is fitted: it is what the model's
+code does, counted operator by operator.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from knowledge.schema import Strict
+
+TRACE_SCHEMA = 1
+
+
+class Poly(Strict):
+    """A quantity of one micro-batch of ``batch`` sequences of ``seq`` tokens: c0 + b·s·(c1 + c2·s)."""
+
+    const: float = 0.0
+    per_token: float = 0.0
+    per_token_seq: float = 0.0  # the s² term: eager attention's score matrix, a materialised mask
+
+    def at(self, batch: int, seq: int) -> float:
+        return self.const + batch * seq * (self.per_token + seq * self.per_token_seq)
+
+    def plus(self, other: "Poly", scale: float = 1.0) -> "Poly":
+        return Poly(const=self.const + scale * other.const, per_token=self.per_token + scale * other.per_token,
+                    per_token_seq=self.per_token_seq + scale * other.per_token_seq)
+
+
+class Gemm(Strict):
+    """Matrix products of one weight shape in one phase: ``flops`` over all of them, ``calls`` kernels, and the
+    token rows each call multiplies per token of the micro-batch (1 for a dense projection, k/E for an expert,
+    the reduction for a weight gradient)."""
+
+    phase: Literal["fwd", "bwd"]
+    k: int
+    n: int
+    calls: float
+    rows_per_token: float
+    flops: Poly
+    quantizable: bool  # a frozen or trained decoder projection that weight quantization would replace
+    adapter: bool = False  # a LoRA matrix
+
+
+class Part(Strict):
+    """One decoder layer (the pattern's average), or everything else of the model."""
+
+    gemms: list[Gemm] = []
+    attention_flops_fwd: Poly = Poly()
+    attention_flops_bwd: Poly = Poly()
+    attention_calls: float = 0.0
+    other_bytes_fwd: Poly = Poly()  # memory-bound kernels: norms, upcasts, RoPE, activations, residuals, loss
+    other_bytes_bwd: Poly = Poly()
+    kernels_fwd: float = 0.0  # kernels launched (view ops excluded)
+    kernels_bwd: float = 0.0
+    saved_bytes: Poly = Poly()  # activations alive when forward ends (what autograd keeps, loss buffers)
+
+
+class TraceVariant(Strict):
+    """What varies between traces of one architecture: what trains and how the step runs."""
+
+    trains: Literal["all", "adapters", "non-projections"]  # full; LoRA/QLoRA; full with a quantized frozen base
+    lora_targets: list[str] | Literal["all-linear"] = []
+    lora_rank: int = 0
+    attention: Literal["sdpa", "eager"] = "sdpa"
+    recompute: bool = False
+    fp32_weights: bool = False  # plain PyTorch full training: fp32 weights under bf16 autocast
+
+    @property
+    def key(self) -> str:
+        targets = self.lora_targets if isinstance(self.lora_targets, str) else ",".join(sorted(self.lora_targets))
+        return (f"{self.trains}|{targets}|r{self.lora_rank}|{self.attention}|rc{int(self.recompute)}"
+                f"|fp32{int(self.fp32_weights)}")
+
+
+class ParamTrace(Strict):
+    """Parameters as the model (and PEFT, for adapters) creates them."""
+
+    total: int  # the base model's parameters
+    embedding: int
+    lm_head: int  # 0 when tied
+    quantizable: int  # weights of the decoder layers' linear projections (what NF4 / int8 replace)
+    largest: int  # the largest single tensor (DeepSpeed's largest_layer_params)
+    trainable: int  # what the optimizer updates under the variant (PEFT's count for adapters)
+    adapter: int = 0
+    tensors_trainable_per_layer: float = 0.0  # gradient hooks DeepSpeed runs per layer
+    modules_per_layer: float = 0.0  # leaf modules with parameters per layer (ZeRO-3 fetches)
+
+
+class ArchTrace(Strict):
+    schema_version: int = TRACE_SCHEMA
+    config_hash: str
+    model_type: str
+    variant: TraceVariant
+    layers: int  # the full model's decoder layers
+    rest_layers: int  # layers counted inside ``rest`` (the cut's base)
+    layer: Part
+    rest: Part
+    peak_extra_bytes: Poly  # peak of activations + temporaries above ``saved_bytes`` (loss backward, a layer's backward)
+    params: ParamTrace
+    versions: dict[str, str] = {}
+    seconds: float = Field(default=0.0, ge=0)
+
+    def head(self) -> Part:
+        """Everything but the decoder layers: embedding, final norm, LM head, loss (and a dense prefix beyond the
+        pattern's average): the base cut less its layers."""
+        r, k = self.rest, float(self.rest_layers)
+        layer = {(g.phase, g.k, g.n, g.quantizable, g.adapter): g for g in self.layer.gemms}
+        gemms = []
+        for g in r.gemms:
+            lg = layer.get((g.phase, g.k, g.n, g.quantizable, g.adapter))
+            calls = g.calls - (k * lg.calls if lg else 0.0)
+            if calls > 1e-9:
+                flops = g.flops.plus(lg.flops, -k) if lg else g.flops
+                gemms.append(g.model_copy(update={"calls": calls, "flops": flops}))
+        polys = ("attention_flops_fwd", "attention_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
+        counts = ("attention_calls", "kernels_fwd", "kernels_bwd")
+        return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in polys},
+                    **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in counts})
+
+    def total(self, attr: str, batch: int, seq: int) -> float:
+        """A Poly attribute of the whole model at a micro-batch shape."""
+        per = getattr(self.layer, attr).at(batch, seq)
+        return getattr(self.rest, attr).at(batch, seq) + (self.layers - self.rest_layers) * per

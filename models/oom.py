@@ -1,0 +1,37 @@
+"""The probability that a case runs out of memory, from the memory model's held-out error. Pure functions.
+
+A predicted peak is a number with an error: on held-out runs the memory model misses by a relative error whose
+size depends on how the peak was counted (``MEMORY_REL_ERROR``). Treating the true peak as normal around the
+prediction with that spread, P(OOM) = P(true peak > what the device or the host can give). A case "fits" only when
+that probability is at most ``P_OOM_FITS``, so a pick predicted at 99% of the GPU is not called safe.
+"""
+
+from __future__ import annotations
+
+import math
+
+P_OOM_FITS = 0.05  # the contract: fits only when p_oom <= 5%
+P_OOM_RANKED_SAFE = 0.02  # the ranking never puts a pick above this ahead of a safer one within 5% of its speed
+
+# Relative error (1 sigma) of the predicted peak, from held-out runs (knowledge/measurements/own, 2026-11-23):
+# the Llama hand count 3.7% (H100, n=34) and 4.5% (2xH200, n=16) held out by model; the trace of a model's own
+# code 9.6% on seven architectures outside the catalog (n=13, tests/benchmarks/families.out.txt); host RAM of
+# offload runs 3.8% (n=10).
+MEMORY_REL_ERROR = {"hand": 0.045, "trace": 0.096, "host": 0.038}
+
+
+def p_exceeds(need: float, capacity: float, rel_error: float) -> float:
+    """P(true > capacity) when the true value is normal around ``need`` with sigma ``rel_error * need``."""
+    if need <= 0:
+        return 0.0
+    if capacity <= 0:
+        return 1.0
+    sigma = max(rel_error * need, 1e-12)
+    return 0.5 * math.erfc((capacity - need) / (sigma * math.sqrt(2)))
+
+
+def p_oom(device_need: float, device_cap: float, host_need: float, host_cap: float, traced: bool) -> float:
+    """P(device OOM or host OOM), the two taken as independent."""
+    pd = p_exceeds(device_need, device_cap, MEMORY_REL_ERROR["trace" if traced else "hand"])
+    ph = p_exceeds(host_need, host_cap, MEMORY_REL_ERROR["host"]) if host_need > 0 else 0.0
+    return 1.0 - (1.0 - pd) * (1.0 - ph)

@@ -1,0 +1,409 @@
+"""Trace a model's own code on fake tensors: one training step, no weights, no GPU, about a second.
+
+transformers builds the model from its config on the meta device; its parameters become fake tensors (shapes
+and dtypes only); PEFT attaches adapters to the module names the user gave, exactly as it would for real; one
+forward and backward run under a dispatch mode that sees every aten operator. Per operator it counts FLOPs
+(matrix products by weight shape, attention from the query/key/value shapes), bytes read and written by the
+memory-bound kernels, kernels launched, and the bytes alive at each moment (activations autograd keeps, the
+loss's fp32 buffers, a backward's temporaries). A one-period and a two-period cut at three sequence lengths
+give the per-layer and per-token coefficients (``knowledge.traces``).
+
+torch, transformers and peft are imported inside the functions: the CLI imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+import weakref
+from collections import defaultdict
+from typing import Any, Iterator
+
+from knowledge.errors import AdvisorError
+from knowledge.traces import ArchTrace, Gemm, ParamTrace, Part, Poly, TraceVariant
+
+SEQS = (120, 184, 248)  # token counts that no model dimension equals, so a product's token side is unambiguous
+GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"}
+NO_KERNEL = {"detach", "lift_fresh", "_to_copy_noop", "alias", "clone_noop", "copy_noop"}
+ATTENTION_BACKWARD = 2.5  # FlashAttention-2's backward does 5 products to the forward's 2 (Dao 2023, sec. 3)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _period(config: dict[str, Any]) -> int:
+    """Layers in one repeat of the layer pattern (``layer_types``: Gemma-2 alternates sliding and full)."""
+    types = config.get("layer_types") or []
+    for p in range(1, min(len(types), 8) + 1):
+        if all(types[i] == types[i % p] for i in range(len(types))):
+            return p
+    return 1
+
+
+def _cut_config(config: dict[str, Any], layers: int, attention: str) -> Any:
+    import transformers
+
+    from probes.hf_model import config_from_dict
+
+    try:
+        return config_from_dict(config, layers, attn_impl=attention)
+    except (ValueError, KeyError, TypeError) as e:
+        raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {config.get('model_type')!r}: "
+                           f"{str(e).splitlines()[0][:160]}") from None
+
+
+class _Counter:
+    """Everything the dispatch mode counts during one step (the mode itself is built in ``_mode``)."""
+
+    def __init__(self, param_keys: set[int], weight_shapes: dict[frozenset, tuple[bool, bool]],
+                 grad_shapes: set[tuple[int, ...]] = frozenset()):
+        self.phase = "fwd"
+        self.grad_shapes = grad_shapes  # a backward output of a trained parameter's shape is its gradient: a model
+        # state the memory model counts per ZeRO stage, not an activation
+        self.param_keys = param_keys
+        self.weight_shapes = weight_shapes  # {in, out} -> (quantizable, adapter)
+        self.gemms: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # flops, calls, token rows
+        self.attn_flops = {"fwd": 0.0, "bwd": 0.0}
+        self.attn_calls = 0.0
+        self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
+        self.kernels = {"fwd": 0.0, "bwd": 0.0}
+        self.live = 0.0
+        self.peak = 0.0
+        self._refs: dict[int, Any] = {}
+        self.tokens = 1
+
+    def track(self, t: Any) -> None:
+        if self.phase == "bwd" and tuple(t.shape) in self.grad_shapes:
+            return
+        st = t.untyped_storage()
+        key = st._cdata
+        if key in self.param_keys or key in self._refs:
+            return
+        n = st.nbytes()
+        self.live += n
+        self.peak = max(self.peak, self.live)
+
+        def freed(_ref: Any, key: int = key, n: int = n) -> None:
+            self.live -= n
+            self._refs.pop(key, None)
+
+        self._refs[key] = weakref.ref(st, freed)
+
+    def gemm(self, name: str, args: tuple) -> None:
+        tensors = [a for a in args if hasattr(a, "shape")]
+        a, b = (tensors[-2], tensors[-1]) if name in ("addmm", "baddbmm") else (tensors[0], tensors[1])
+        m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+        batch = a.numel() // (m * k) if a.dim() > 2 else 1
+        if name == "_grouped_mm":
+            batch, m = 1, a.shape[0] if a.dim() == 2 else a.shape[0] * a.shape[1]
+        flops = 2.0 * batch * m * k * n
+        dims = {"m": m, "k": k, "n": n}
+        key = None
+        for tok, (x, y) in (("m", ("k", "n")), ("k", ("m", "n")), ("n", ("m", "k"))):
+            shape = frozenset((dims[x], dims[y]))
+            if shape in self.weight_shapes and dims[tok] not in (dims[x], dims[y]):
+                quant, adapter = self.weight_shapes[shape]
+                key = (self.phase, *sorted((dims[x], dims[y])), quant, adapter)
+                rows = dims[tok] * batch
+                break
+        if key is None:  # no weight on either side: attention's products (eager) or a router's
+            self.attn_flops[self.phase] += flops
+            self.attn_calls += self.phase == "fwd"
+            return
+        g = self.gemms[key]
+        g[0] += flops
+        g[1] += 1
+        g[2] += rows
+
+
+def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> float:
+    """FLOPs of a fused attention call from its query/key/value shapes (half of the square when causal)."""
+    names = [a.name for a in func._schema.arguments]
+    values = dict(zip(names, args)) | kwargs
+    q, k, v = values.get("query"), values.get("key"), values.get("value")
+    if q is None or k is None or v is None:
+        return 0.0
+    b_h = q.numel() // (q.shape[-2] * q.shape[-1])
+    full = 2.0 * b_h * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+    return full / 2 if values.get("is_causal") else full
+
+
+def _mode(c: _Counter) -> Any:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = func.overloadpacket.__name__
+            if func.is_view or name in NO_KERNEL or func.namespace != "aten":
+                return out
+            flat = out if isinstance(out, (tuple, list)) else (out,)
+            outs = [t for t in flat if hasattr(t, "untyped_storage")]
+            for t in outs:
+                c.track(t)
+            c.kernels[c.phase] += 1
+            if name in GEMM_OPS:
+                c.gemm(name, args)
+            elif "scaled_dot_product" in name:
+                flops = _sdpa_flops(func, args, kwargs)
+                c.attn_flops[c.phase] += flops * (ATTENTION_BACKWARD if name.endswith("_backward") else 1.0)
+                c.attn_calls += c.phase == "fwd"
+            else:
+                ins = [a for a in args if hasattr(a, "untyped_storage")]
+                ins += [a for x in args if isinstance(x, (list, tuple)) for a in x if hasattr(a, "untyped_storage")]
+                c.other_bytes[c.phase] += sum(t.numel() * t.element_size() for t in ins + outs)
+            return out
+
+    return Mode()
+
+
+def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
+    """{in, out} of every weight matrix -> (a decoder projection quantization replaces, a LoRA matrix)."""
+    import torch
+
+    shapes: dict[frozenset, tuple[bool, bool]] = {}
+    for name, mod in model.named_modules():
+        w = getattr(mod, "weight", None)
+        if not isinstance(w, torch.Tensor) or w.dim() < 2:
+            continue
+        adapter = ".lora_" in name
+        quant = isinstance(mod, torch.nn.Linear) and ".layers." in f".{name}" and not adapter and "lm_head" not in name
+        shapes.setdefault(frozenset(w.shape[-2:]), (quant, adapter))
+    for name, p in model.named_parameters():  # fused expert tensors (E, out, in) are parameters, not Linears
+        if p.dim() == 3:
+            shapes.setdefault(frozenset(p.shape[-2:]), (False, False))
+    return shapes
+
+
+def _layer_linear_names(model: Any) -> list[str]:
+    import torch
+
+    return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                   if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"})
+
+
+def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, Any]:
+    """The cut model with fake parameters, adapters attached and requires_grad set as the variant trains.
+
+    Built on the meta device (no initialisation), adapters attached there by PEFT, then every tensor made fake.
+    """
+    import torch
+    import transformers
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    cfg = _cut_config(config, layers, "eager" if v.attention == "eager" else "sdpa")
+    dtype = torch.float32 if v.fp32_weights else torch.bfloat16
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+        if v.trains == "adapters":
+            model = _with_adapters(model, v)
+    if v.recompute:
+        from probes.hf_model import enable_recompute
+
+        enable_recompute(model)
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    with fake:
+        model = model.to_empty(device="cpu")
+    model.train()
+    if v.trains == "non-projections":
+        for n, m in model.named_modules():
+            if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}":
+                m.weight.requires_grad_(False)
+    return model, fake
+
+
+def _with_adapters(model: Any, v: TraceVariant) -> Any:
+    """PEFT's LoRA on the model's own module names (or 'all-linear'), as ``get_peft_model`` resolves them."""
+    import peft
+
+    lcfg = peft.LoraConfig(r=v.lora_rank, lora_alpha=2 * v.lora_rank, lora_dropout=0.0, bias="none",
+                           target_modules=v.lora_targets, task_type="CAUSAL_LM")
+    try:
+        return peft.get_peft_model(model, lcfg)
+    except ValueError as e:
+        names = _layer_linear_names(model)
+        raise AdvisorError(f"LoRA targets {v.lora_targets!r} not in this model ({str(e).splitlines()[0][:70]}); "
+                           f"its projections: {', '.join(names)}, or 'all-linear'") from None
+
+
+@contextlib.contextmanager
+def _as_on_a_gpu() -> Iterator[None]:
+    """transformers takes a fake tensor for a graph being traced: it cannot read the position ids to rule out packed
+    sequences, so it materialises the causal mask that a real run skips (SDPA's ``is_causal``). Our batches are never
+    packed; the trace must see what the real run does."""
+    import transformers.masking_utils as mu
+
+    old = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = old
+
+
+def _run(model: Any, fake: Any, v: TraceVariant, seq: int, vocab: int) -> dict[str, Any]:
+    import torch
+
+    params = [p for p in model.parameters()]
+    keys = {p.untyped_storage()._cdata for p in params} | {b.untyped_storage()._cdata for b in model.buffers()}
+    c = _Counter(keys, _weight_shapes(model), {tuple(p.shape) for p in params if p.requires_grad})
+    c.tokens = seq
+    hooks = [p.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", None)) for p in params if p.requires_grad]
+    amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.fp32_weights else contextlib.nullcontext()
+    with fake:
+        ids = torch.zeros((1, seq), dtype=torch.long)
+        with _mode(c), _as_on_a_gpu():
+            with amp:
+                loss = model(input_ids=ids, labels=ids).loss
+            saved = c.live
+            c.phase = "bwd"
+            loss.backward()
+            del loss
+    for h in hooks:
+        h.remove()
+    return {"c": c, "saved": saved, "peak": c.peak}
+
+
+def _poly(values: list[float]) -> Poly:
+    """Exact c0 + c1·s + c2·s² through the three traced lengths (batch 1)."""
+    import numpy as np
+
+    s = np.array(SEQS, dtype=float)
+    c2, c1, c0 = np.polyfit(s, np.array(values, dtype=float), 2)
+    clean = lambda x, scale: 0.0 if abs(x) * scale < 1e-6 * max(1.0, max(abs(y) for y in values)) else float(x)  # noqa: E731
+    return Poly(const=clean(c0, 1), per_token=clean(c1, s[-1]), per_token_seq=clean(c2, s[-1] ** 2))
+
+
+def _part(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Polynomials of one cut over the three lengths."""
+    cs = [r["c"] for r in runs]
+    gemms = {}
+    for key in set().union(*(c.gemms for c in cs)):
+        rows = [c.gemms[key][2] for c in cs]
+        gemms[key] = (_poly([c.gemms[key][0] for c in cs]), cs[0].gemms[key][1], rows[-1] / SEQS[-1])
+    return {
+        "gemms": gemms,
+        "attention_flops_fwd": _poly([c.attn_flops["fwd"] for c in cs]),
+        "attention_flops_bwd": _poly([c.attn_flops["bwd"] for c in cs]),
+        "attention_calls": cs[0].attn_calls,
+        "other_bytes_fwd": _poly([c.other_bytes["fwd"] for c in cs]),
+        "other_bytes_bwd": _poly([c.other_bytes["bwd"] for c in cs]),
+        "kernels_fwd": cs[0].kernels["fwd"],
+        "kernels_bwd": cs[0].kernels["bwd"],
+        "saved_bytes": _poly([r["saved"] for r in runs]),
+        "peak_extra": _poly([r["peak"] - r["saved"] for r in runs]),
+    }
+
+
+def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
+    """One decoder layer (the pattern's average) from cuts of ``base`` and ``base + p`` layers."""
+    inv = 1.0 / p
+    gemms = []
+    for key in sorted(set(a["gemms"]) | set(b["gemms"])):
+        phase, k, n, quant, adapter = key
+        fa, ca, ra = a["gemms"].get(key, (Poly(), 0.0, 0.0))
+        fb, cb, rb = b["gemms"].get(key, (Poly(), 0.0, 0.0))
+        if cb > ca:
+            gemms.append(Gemm(phase=phase, k=k, n=n, calls=(cb - ca) * inv, rows_per_token=(rb - ra) / (cb - ca),
+                              flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter))
+    fields = ("attention_flops_fwd", "attention_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
+    counts = ("attention_calls", "kernels_fwd", "kernels_bwd")
+    return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in fields},
+                **{f: (b[f] - a[f]) * inv for f in counts})
+
+
+def _whole_part(a: dict[str, Any]) -> Part:
+    """The base cut as it ran: embedding, its layers, final norm, LM head and loss."""
+    gemms = [Gemm(phase=k[0], k=k[1], n=k[2], calls=c, rows_per_token=r / c, flops=f, quantizable=k[3], adapter=k[4])
+             for k, (f, c, r) in sorted(a["gemms"].items())]
+    fields = ("attention_flops_fwd", "attention_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "saved_bytes",
+              "attention_calls", "kernels_fwd", "kernels_bwd")
+    return Part(gemms=gemms, **{f: a[f] for f in fields})
+
+
+def _scale(p: Poly, k: float) -> Poly:
+    return Poly(const=p.const * k, per_token=p.per_token * k, per_token_seq=p.per_token_seq * k)
+
+
+def _params(model: Any, v: TraceVariant) -> dict[str, float]:
+    import torch
+
+    def count(pred) -> float:
+        seen, n = set(), 0
+        for name, p in model.named_parameters():
+            if p.untyped_storage()._cdata not in seen and pred(name, p):
+                seen.add(p.untyped_storage()._cdata)
+                n += p.numel()
+        return float(n)
+
+    quant = sum(m.weight.numel() for n, m in model.named_modules()
+                if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}" and ".lora_" not in n)
+    emb = model.get_input_embeddings().weight
+    head = model.get_output_embeddings()
+    tied = head is not None and head.weight.untyped_storage()._cdata == emb.untyped_storage()._cdata
+    leaf_modules = [m for n, m in model.named_modules() if ".layers." in f".{n}"
+                    and any(True for _ in m.parameters(recurse=False))]
+    return {
+        "total": count(lambda n, p: ".lora_" not in n), "trainable": count(lambda n, p: p.requires_grad),
+        "adapter": count(lambda n, p: ".lora_" in n), "quantizable": float(quant), "embedding": float(emb.numel()),
+        "lm_head": 0.0 if tied or head is None else float(head.weight.numel()),
+        "largest": float(max(p.numel() for p in model.parameters())),
+        "tensors_trainable": float(sum(1 for n, p in model.named_parameters() if p.requires_grad and ".layers." in f".{n}")),
+        "modules": float(len(leaf_modules)),
+    }
+
+
+def layer_plan(config: dict[str, Any]) -> tuple[int, int, int]:
+    """(layers of the full model, layers of the base cut, the pattern's period)."""
+    layers = int(config["num_hidden_layers"])
+    p = _period(config)
+    dense_prefix = int(config.get("first_k_dense_replace") or 0)
+    return layers, min(layers, dense_prefix + p), p
+
+
+def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
+    """Trace ``config`` (a Hugging Face config dict with ``model_type``) under ``variant``."""
+    from importlib.metadata import version
+
+    import torch
+    import transformers
+
+    t0 = time.perf_counter()
+    layers, base, p = layer_plan(config)
+    cuts, params = [], []
+    for n in (base, base + p):
+        model, fake = _build(config, n, variant)
+        try:
+            runs = [_run(model, fake, variant, s, int(config["vocab_size"])) for s in SEQS]
+        except AdvisorError:
+            raise
+        except Exception as e:  # the model's code did something fake tensors cannot follow
+            raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
+                               f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
+        cuts.append(_part(runs))
+        params.append(_params(model, variant))
+    a, b = cuts
+    pa, pb = params
+    per_layer = {k: (pb[k] - pa[k]) / p for k in pa}
+    extra = layers - base
+
+    def whole(k: str) -> int:
+        return int(round(pa[k] + extra * per_layer[k]))
+
+    peak = b["peak_extra"] if b["peak_extra"].at(1, SEQS[-1]) >= a["peak_extra"].at(1, SEQS[-1]) else a["peak_extra"]
+    return ArchTrace(
+        config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,
+        rest_layers=base, layer=_layer_part(a, b, p), rest=_whole_part(a), peak_extra_bytes=peak,
+        params=ParamTrace(total=whole("total"), embedding=int(pa["embedding"]), lm_head=int(pa["lm_head"]),
+                          quantizable=whole("quantizable"), largest=int(max(pa["largest"], pb["largest"])),
+                          trainable=whole("trainable"), adapter=whole("adapter"),
+                          tensors_trainable_per_layer=per_layer["tensors_trainable"],
+                          modules_per_layer=per_layer["modules"]),
+        versions={"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__,
+                  "peft": version("peft")},
+        seconds=time.perf_counter() - t0,
+    )
