@@ -20,6 +20,9 @@ from knowledge.schema import ModelArch, TrainCase
 from knowledge.traces import ArchTrace, TraceVariant
 
 BUNDLED_TRACES = BUNDLED / "data" / "traces"
+# Families whose layer the hand count (models.architecture) describes operator for operator: a config.json of one
+# of them predicts exactly as the catalog model does
+HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
 
 
 def variant_for(case: TrainCase) -> TraceVariant:
@@ -64,9 +67,9 @@ class TraceBook:
         return self._files[path]
 
     def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
-        """The trace of ``arch`` under ``case``; None for a catalog or inline Llama-family decoder, whose hand count
-        (models.architecture) was fitted and validated on our runs and agrees with its trace (tests/test_trace.py)."""
-        if arch.hf_config is None:
+        """The trace of ``arch`` under ``case``; None for a Llama-family decoder (catalog, inline or config.json), whose
+        hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
+        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
             return None
         from probes.hf_model import config_dict
         from probes.trace import config_hash

@@ -15,9 +15,9 @@ P_OOM_RANKED_SAFE = 0.02  # the ranking never puts a pick above this ahead of a 
 
 # Relative error (1 sigma) of the predicted peak, from held-out runs (knowledge/measurements/own, 2026-11-23):
 # the Llama hand count 3.7% (H100, n=34) and 4.5% (2xH200, n=16) held out by model; the trace of a model's own
-# code 9.6% on seven architectures outside the catalog (n=13, tests/benchmarks/families.out.txt); host RAM of
+# code 7.1% on seven architectures outside the catalog (n=13, tests/benchmarks/families.out.txt); host RAM of
 # offload runs 3.8% (n=10).
-MEMORY_REL_ERROR = {"hand": 0.045, "trace": 0.096, "host": 0.038}
+MEMORY_REL_ERROR = {"hand": 0.045, "trace": 0.071, "host": 0.038}
 
 
 def p_exceeds(need: float, capacity: float, rel_error: float) -> float:

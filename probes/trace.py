@@ -208,6 +208,8 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, A
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     with fake:
         model = model.to_empty(device="cpu")
+        # to_empty gives every parameter its own storage: tie the embedding and the head again, as loading does
+        (model.get_base_model() if hasattr(model, "get_base_model") else model).tie_weights()
     model.train()
     if v.trains == "non-projections":
         for n, m in model.named_modules():

@@ -1,0 +1,74 @@
+"""The fake-tensor trace of a model's own code (probes.trace): counts that can be checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.errors import AdvisorError
+from knowledge.traces import TraceVariant
+from probes.trace import trace_model
+
+QWEN3_TOY = {"model_type": "qwen3", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 3,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
+             "tie_word_embeddings": True}
+PHI3_TOY = {"model_type": "phi3", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000}
+
+
+def _real_counts(config: dict) -> tuple[int, int]:
+    import torch
+    import transformers
+
+    from probes.hf_model import config_from_dict
+
+    with torch.device("meta"):
+        m = transformers.AutoModelForCausalLM.from_config(config_from_dict(config))
+    return sum(p.numel() for p in m.parameters()), m.get_input_embeddings().weight.numel()
+
+
+def test_parameters_are_the_models_own() -> None:
+    t = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    total, emb = _real_counts(QWEN3_TOY)
+    assert t.params.total == total and t.params.embedding == emb and t.params.lm_head == 0  # tied
+    # q/k/v/o + gate/up/down per layer: what quantization would replace
+    h, q, kv, i = 128, 4 * 32, 2 * 32, 256
+    assert t.params.quantizable == 3 * (h * q + 2 * h * kv + q * h + 3 * h * i)
+
+
+def test_lora_as_peft_resolves_its_targets() -> None:
+    r = 8
+    t = trace_model(PHI3_TOY, TraceVariant(trains="adapters", lora_targets=["qkv_proj"], lora_rank=r))
+    h = 128
+    assert t.params.adapter == 2 * (h * r + r * 3 * h) == t.params.trainable  # fused qkv: out = 3h
+    every = trace_model(PHI3_TOY, TraceVariant(trains="adapters", lora_targets="all-linear", lora_rank=r))
+    assert every.params.adapter > t.params.adapter
+    with pytest.raises(AdvisorError, match="qkv_proj.*all-linear"):
+        trace_model(PHI3_TOY, TraceVariant(trains="adapters", lora_targets=["q_proj"], lora_rank=r))
+
+
+def test_causal_attention_and_recompute_as_the_kernels_do() -> None:
+    sdpa = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    eager = trace_model(QWEN3_TOY, TraceVariant(trains="all", attention="eager"))
+    rc = trace_model(QWEN3_TOY, TraceVariant(trains="all", recompute=True))
+    # fused causal attention: 2 products of 2·s·d per query head, half the square
+    assert sdpa.layer.attention_flops_fwd.per_token_seq == pytest.approx(4 * 4 * 32 / 2)
+    assert sdpa.layer.saved_bytes.per_token_seq == 0  # no score matrix is kept
+    assert eager.layer.saved_bytes.per_token_seq > 0  # the eager softmax keeps s x s per head
+    # checkpointing keeps one 16-bit hidden state per token and layer
+    assert rc.layer.saved_bytes.per_token == pytest.approx(2 * 128)
+    assert rc.layer.kernels_bwd > sdpa.layer.kernels_bwd  # the forward runs again inside backward
+
+
+def test_hand_count_agrees_with_the_trace_on_llama() -> None:
+    """The hand count the catalog keeps (models.architecture) against the trace of Llama-2-7B's own code."""
+    from knowledge.catalog import resolve_model
+    from models.architecture import linears
+    from models.step_time import KERNELS_PER_LAYER_FWD
+    from probes.hf_model import config_dict
+
+    arch = resolve_model("llama2-7b")
+    t = trace_model(config_dict(arch), TraceVariant(trains="all"))
+    assert t.layer.kernels_fwd == KERNELS_PER_LAYER_FWD
+    gemm = sum(g.flops.per_token for g in t.layer.gemms if g.phase == "fwd")
+    assert gemm == pytest.approx(sum(lin.flops(1) for lin in linears(arch)), rel=1e-6)
+    assert t.params.total == arch.param_count
