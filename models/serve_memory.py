@@ -96,8 +96,7 @@ def engine_kv_tokens(s: ServeSetup) -> int:
 def pool_sequences(s: ServeSetup, context_len: int) -> int:
     """Sequences of ``context_len`` tokens the engine's pool holds at once (each takes whole blocks)."""
     block = s.engine.kv_block_tokens
-    blocks_per_seq = max(1, math.ceil(context_len / block))
-    return engine_kv_tokens(s) // block // blocks_per_seq
+    return int(kv_pool_bytes(s) // s.kv_bytes(max(1, math.ceil(context_len / block)) * block))
 
 
 def max_batch(s: ServeSetup, prompt_len: int, context_len: int) -> int:
