@@ -326,6 +326,8 @@ class ServePrediction(BaseModel):
     required_gib: float | None = None  # what the verdict compares with the usable memory: the peak + the prefill's
     # transients the caching allocator cannot reuse while the cache grows (transformers); an engine's weights,
     # workspace, one chunk's activations and the sequences' KV
+    usable_gib: float | None = None  # what ``required_gib`` is compared with: the usable memory (transformers), or
+    # weights + workspace + one chunk's activations + the KV pool (an engine's memory fraction)
     kv_pool_gib: float | None = None  # the paged KV pool the engine sets aside per GPU (None: transformers, no pool)
     chunk_tokens: int | None = None  # tokens one prefill step processes (the engine's max_num_batched_tokens)
     note: str | None = None  # what the engine would do that is not a crash (more sequences than its pool holds)

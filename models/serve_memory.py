@@ -147,17 +147,23 @@ def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int,
     held = pool_sequences(s, context_len)
     required = used + batch * s.kv_bytes(math.ceil(context_len / block) * block)
     frac = f"{e.memory_fraction:.0%} of {'the memory left after weights and activations' if e.of_free else f'{gpu_gib:.1f} GiB'}"
+    # the engine's budget: its fraction of the GPU (TensorRT-LLM: of what weights and activations leave free)
+    cap = gpu_gib * GiB
+    budget = cap - (1.0 - e.memory_fraction) * max(0.0, cap - used) if e.of_free else e.memory_fraction * cap
     why = note = None
-    if pool <= 0:
+    if required <= budget:
+        pass
+    elif pool <= 0:
         why = (f"{e.label} needs {round_up(used / GiB)} GiB per GPU for weights, workspace and a "
                f"{chunk_tokens(s)}-token chunk's activations, more than {frac}: no room for a KV cache")
     elif held < 1:
         why = (f"one {context_len}-token sequence needs {round_up(s.kv_bytes(context_len) / GiB, 2)} GiB of KV; {e.label}'s "
                f"pool holds {round_down(pool / GiB)} GiB ({frac} less {round_up(used / GiB)} GiB of weights and activations): "
                f"it refuses to start at this length")
-    elif batch > held:
+    else:  # more sequences than the pool holds
         why = (f"{batch} sequences of {context_len} tokens need {round_up(kv / GiB)} GiB of KV; {e.label}'s pool holds "
                f"{round_down(pool / GiB)} GiB per GPU, {held} of them")
         note = (f"{e.label} would run {held} sequences at once and preempt or queue the other {batch - held} "
                 f"(recomputed when blocks free up): slower, not out of memory")
-    return MemoryVerdict(fixed_bytes(s) + act + kv, required, used + pool, kv, act, held, pool, why is None, why, note)
+    # fits exactly when the sequences' blocks fit the pool: required <= used + pool = budget
+    return MemoryVerdict(fixed_bytes(s) + act + kv, required, budget, kv, act, held, pool, why is None, why, note)
