@@ -300,13 +300,19 @@ class ServeRow(_Measured):
         return bool(m.peak_mem_gib) and not m.oom and (m.prefill_s is not None or m.prefill_eager_s is not None)
 
 
+def as_measured(case: dict) -> dict:
+    """A serving row's case as it ran: rows that name no engine were measured on the transformers runtime (the
+    serving probes before engines became the default), so they are predicted, fitted and scored as that engine."""
+    return case if "engine" in case else {**case, "engine": "transformers"}
+
+
 def serving_rows(measurements: Sequence[Measurement], include_oom: bool = False) -> list[ServeRow]:
     rows = []
     for m in measurements:
         if m.case.get("task") != "serve" or (m.measured.error and not m.measured.oom) or (m.measured.oom and not include_oom):
             continue
         try:
-            case = parse_case(m.case)
+            case = parse_case(as_measured(m.case))
             rows.append(ServeRow(m, case, resolve_model(case.model), resolve_platform(case.hardware)))
         except (AdvisorError, ValueError):
             continue

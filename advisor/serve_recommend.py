@@ -79,7 +79,8 @@ def serve_recommendation(hardware: str, model: str | dict, profile: Profile | No
                       prompt_len + output_len, c.weight_format, c.kv_bits)
         launch = {"engine": engine, "lines": launch_lines(spec), "script": launch_script(spec)}
     return {
-        "hardware": platform.id, "gpu": platform.gpu.name, "gpus": gpus or platform.count, "model": arch.name,
+        "hardware": platform.id, "gpu": platform.gpu.name, "gpus": gpus or platform.count, "platform_gpus": platform.count,
+        "model": arch.name,
         "task": "serve", "engine": engine, "prompt_len": prompt_len, "output_len": output_len,
         "max_tpot_ms": max_tpot_ms, "max_ttft_ms": max_ttft_ms, "requests": requests, "rate_per_s": rate_per_s,
         "slo_statistic": SLO_STATISTIC, "definitions": SLO_DEFINITIONS, "searched": res.spaces,
@@ -134,9 +135,37 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
                  str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
         t.add_row(*cells, *([r["why"]] if wide else []))
     console.print(t)
+    console.print(top_pick_text(rec), highlight=False, soft_wrap=True)
+    for fmt, why in rec["searched"].get("not_searched", {}).items():
+        console.print(f"[dim]{fmt} not searched: {why}[/]", highlight=False, soft_wrap=True)
     console.print(f"Launch the top pick ({engine}):", highlight=False)
     for line in rec["launch"]["lines"]:
         console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+
+
+def nothing_fits_hint(rec: dict) -> str:
+    """What to try when nothing fits: only what the search did not already try."""
+    searched = rec["searched"]
+    tries = []
+    if rec["gpus"] < rec.get("platform_gpus", rec["gpus"]):
+        tries.append(f"all {rec['platform_gpus']} GPUs (--gpus)")
+    tries.append("more GPUs (a larger server)")
+    if "int4" not in searched["weight_formats"]:
+        tries.append("a 4-bit format (--weight-format int4)")
+    if 8 not in searched["kv_bits"]:
+        tries.append("an FP8 KV cache")
+    return ", ".join(tries) + ", or a shorter --prompt-len/--output-len"
+
+
+def top_pick_text(rec: dict) -> str:
+    """The top pick's figures in one line, TTFT first: without a TTFT limit the throughput pick can keep each
+    request waiting seconds for its first token."""
+    r = rec["recommendations"][0]
+    text = (f"Top pick: TTFT {r['ttft_s'] * 1e3:,.0f} ms, TPOT {r['tpot_s'] * 1e3:.1f} ms, "
+            f"{r['e2e_output_tokens_per_s']:,.0f} output tok/s")
+    if rec["max_ttft_ms"] is None:
+        text += " (no --max-ttft-ms given: the pick maximises throughput; set one to bound the wait for the first token)"
+    return text
 
 
 def _print_miss(rec: dict, head: str) -> None:
@@ -154,8 +183,7 @@ def _print_miss(rec: dict, head: str) -> None:
     for w in rec["would_meet"]:
         console.print(f"  • {w['text']}", highlight=False, soft_wrap=True)
     if rec["nothing_fits"]:
-        console.print("  • try more GPUs (--gpus, a larger server), a 4-bit format, or a shorter --prompt-len/--output-len",
-                      highlight=False)
+        console.print(f"  • try {nothing_fits_hint(rec)}", highlight=False)
     console.print(f"[dim]{SLO_DEFINITIONS}.[/]", highlight=False)
 
 

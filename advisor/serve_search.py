@@ -30,10 +30,20 @@ SLO_DEFINITIONS = ("TTFT = time from a request's arrival to its first output tok
                    "(as vLLM's benchmark_serving reports them)")
 
 
+def not_searched(gpu: GPUSpec) -> dict[str, str]:
+    """Engine formats left out of the default search on ``gpu``, with why. On a GPU with FP8 tensor cores int8
+    W8A8 runs at the FP8 rate with the same bytes per weight: it would repeat every fp8 row, so the 8-bit format
+    searched is FP8, the one an engine picks there (``knowledge.serving_formats.default_format``)."""
+    if has_fp8(gpu):
+        return {"int8": f"int8 W8A8 has the same tensor-core rate and bytes as fp8 on the {gpu.name}: fp8 stands for both"}
+    return {"fp8": f"the {gpu.name} has no FP8 tensor cores"}
+
+
 def weight_formats_for(gpu: GPUSpec, asked: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """The formats searched: engine formats the GPU runs (fp8 only with FP8 tensor cores); bitsandbytes only
-    when asked. ``asked`` (the user's ``--weight-format``) narrows them; a bad one raises AdvisorError."""
-    native = tuple(f for f in ENGINE_FORMATS if f != "fp8" or has_fp8(gpu))
+    """The formats searched: engine formats the GPU runs, one 8-bit format (fp8 with FP8 tensor cores, else
+    int8; ``not_searched``); bitsandbytes only when asked. ``asked`` (the user's ``--weight-format``) replaces
+    them; a bad one raises AdvisorError."""
+    native = tuple(f for f in ENGINE_FORMATS if f not in not_searched(gpu))
     if not asked:
         return native
     for f in asked:
@@ -256,6 +266,17 @@ def point_summary(pt: Point) -> dict:
             "peak_mem_gib": pt.peak_mem_gib}
 
 
+def _verb(pt: Point, max_tpot_ms, max_ttft_ms) -> str:
+    """What a point does about the limits, said only as far as it is true: "meets the limits" when it meets all,
+    else the ones it meets ("meets TTFT ≤ 500 ms"), else "fits"."""
+    given = [(n, v, lim) for n, v, lim in (("TPOT", pt.tpot_s * 1e3, max_tpot_ms), ("TTFT", pt.ttft_s * 1e3, max_ttft_ms))
+             if lim is not None]
+    met = [f"{n} ≤ {lim:g} ms" for n, v, lim in given if v <= lim]
+    if given and len(met) == len(given):
+        return "meets the limits"
+    return f"meets {' and '.join(met)}" if met else "fits"
+
+
 def _misses(pt: Point, max_tpot_ms, max_ttft_ms) -> list[str]:
     out = []
     for name, value, limit in (("TPOT", pt.tpot_s * 1e3, max_tpot_ms), ("TTFT", pt.ttft_s * 1e3, max_ttft_ms)):
@@ -284,7 +305,9 @@ def search_serving(predictor, job: Job, *, gpus: int | None = None, weight_forma
     formats = weight_formats_for(job.platform.gpu, weight_formats)
     points = _evaluate(predictor, job, formats, kv_bits, gpus, requests, rate_per_s)
     picks = _best_meeting(points, max_tpot_ms, max_ttft_ms)
+    skipped = {} if weight_formats else not_searched(job.platform.gpu)
     res = SearchResult(picks[:top], points, spaces={"weight_formats": list(formats), "kv_bits": list(kv_bits),
+                                                     "not_searched": skipped,
                                                      "placements": [f"{t}x{r}" for t, r in placements(job.arch, job.platform, gpus)]})
     if picks or not widen:
         return res
@@ -303,7 +326,7 @@ def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_
 
     def add(change: str, pt: Point, note: str = "") -> None:
         s = point_summary(pt)
-        verb = "meets the limits" if max_tpot_ms is not None or max_ttft_ms is not None else "fits"
+        verb = _verb(pt, max_tpot_ms, max_ttft_ms)
         out.append({"change": change, **s, "text": f"{change}: {pt.config.describe()} {verb} at "
                     f"{pt.tokens_per_s:,.0f} tok/s (TTFT {s['ttft_ms']:,.0f} ms, TPOT {s['tpot_ms']:.1f} ms){note}"})
 

@@ -1,11 +1,15 @@
-"""Serving engines: how much of the GPU each gives its paged KV cache, and the kernels of one decoder layer.
+"""Serving engines: how much of the GPU each gives its paged KV cache, how many tokens one scheduled step may
+prefill, and the kernels of one decoder layer.
 
 The kernel structure is what the engines' model code fuses (read from vLLM's ``LlamaDecoderLayer``: a fused
 residual-add + RMSNorm, one merged QKV GEMM, rotary embedding, paged / flash attention over the grouped K/V heads
 as stored, the output GEMM, a second fused add + norm, one merged gate/up GEMM, SiLU-and-multiply, the down
-GEMM; SGLang and TensorRT-LLM fuse at least as much). The serving model's efficiencies were fitted on a runtime
-that does none of this fusing (``RUNTIME``): an engine's prediction swaps in its structure, and that swap is
-physics, not checked against an engine's own runs."""
+GEMM; SGLang and TensorRT-LLM fuse at least as much). The serving model's efficiencies were fitted on the
+``transformers`` runtime, which does none of this fusing: an engine's prediction swaps in its structure.
+
+A serving case without an ``engine`` is predicted as vLLM serves it (``DEFAULT_ENGINE``); ``transformers`` (the
+probed runtime) only when named.
+"""
 
 from __future__ import annotations
 
@@ -19,22 +23,44 @@ class Engine:
     memory_fraction: float  # of the GPU's memory the engine may use (weights + activations + KV pool)
     of_free: bool  # True: the fraction applies to what is free after weights and activations (TensorRT-LLM)
     kv_block_tokens: int  # paged KV cache block size
+    chunk_tokens: int  # tokens one scheduled step may process (chunked prefill budget) on a large GPU
+    chunk_tokens_small_gpu: int  # the same on a GPU below ``small_gpu_gib``
+    small_gpu_gib: float
     source: str
     kernels_per_layer: int = 10  # fused decoder layer (see the module docstring)
+    paged: bool = True  # False: the transformers runtime (static cache per batch, no pool, no chunking)
 
+    def chunk_tokens_for(self, gpu_memory_gib: float, gpu_name: str = "") -> int:
+        # vLLM counts an 80 GB A100 as small too (arg_utils.py: ``"a100" not in device_name``)
+        small = gpu_memory_gib < self.small_gpu_gib or (self.name == "vllm" and "a100" in gpu_name.lower())
+        return self.chunk_tokens_small_gpu if small else self.chunk_tokens
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
-    Engine("vllm", "vLLM", 0.90, False, 16,
+    Engine("vllm", "vLLM", 0.90, False, 16, 8192, 2048, 70.0,
            "vLLM EngineArgs: gpu_memory_utilization=0.9 (weights, activation peak, CUDA graphs and the KV pool "
-           "together), block_size=16"),
-    Engine("sglang", "SGLang", 0.88, False, 1,
+           "together), block_size=16; V1 chunked prefill on by default with max_num_batched_tokens=8192 for the "
+           "OpenAI server on GPUs of >= 70 GiB other than the A100, 2048 below (arg_utils.py, usage-context defaults)"),
+    Engine("sglang", "SGLang", 0.88, False, 1, 8192, 2048, 25.0,
            "SGLang ServerArgs: mem_fraction_static chosen from GPU memory and TP (about 0.88 on 80 GB cards) for "
-           "weights + KV pool; token-granular RadixAttention pool (page_size=1)"),
-    Engine("trtllm", "TensorRT-LLM", 0.90, True, 32,
+           "weights + KV pool; token-granular RadixAttention pool (page_size=1); chunked_prefill_size=8192, 2048 on "
+           "GPUs under 25 GB (server_args.py)"),
+    Engine("trtllm", "TensorRT-LLM", 0.90, True, 32, 8192, 8192, 0.0,
            "TensorRT-LLM KvCacheConfig: free_gpu_memory_fraction=0.9 of the memory left after the engine's weights "
-           "and activations; tokens_per_block=32"),
+           "and activations; tokens_per_block=32; max_num_tokens=8192 (BuildConfig / trtllm-serve default)"),
 )}
 
-# What a case without an engine describes, and what the serving fit was measured on: the model's own
-# Hugging Face modules on a static cache, decode and prefill replayed from CUDA graphs (probes/serve_sweep.py).
-RUNTIME = "transformers + CUDA graphs (as probed)"
+# The runtime the serving fit was measured on: the model's own Hugging Face modules on a static cache holding the
+# whole batch, grouped K/V heads repeated to the query heads, the whole batch's prompt in one forward, decode and
+# prefill replayed from CUDA graphs (probes/serve_sweep.py). Chosen only when a case names it.
+TRANSFORMERS = Engine("transformers", "transformers + CUDA graphs (as probed)", 1.0, False, 1, 1 << 30, 1 << 30, 0.0,
+                      "probes/serve_sweep.py: Hugging Face modules, StaticCache, CUDA graphs; no pool, no chunking",
+                      kernels_per_layer=0, paged=False)
+
+DEFAULT_ENGINE = "vllm"  # what a serving case without an engine is predicted as (CONTRACT.md)
+CASE_ENGINES = (*ENGINES, TRANSFORMERS.name)  # what a case's ``engine`` may name
+
+
+def engine_named(name: str | None) -> Engine:
+    """The engine a case names (None: the default, vLLM)."""
+    name = name or DEFAULT_ENGINE
+    return TRANSFORMERS if name == TRANSFORMERS.name else ENGINES[name]

@@ -230,9 +230,10 @@ class ServeCase(_CaseBase):
     # bitsandbytes only when named
     weight_format: Literal[WEIGHT_FORMATS] | None = None  # type: ignore[valid-type]
     replicas: int | None = Field(default=None, ge=1, le=1 << 16)  # data-parallel copies; default GPUs // TP
-    # a named engine: its memory policy, fused kernels and paged attention; none: the runtime the serving
-    # fit measured (the model's own modules replayed from CUDA graphs, knowledge.engines.RUNTIME)
-    engine: Literal["vllm", "sglang", "trtllm"] | None = None
+    # the engine that serves (knowledge.engines): its memory policy (a KV pool of the GPU's memory fraction),
+    # chunked prefill, fused kernels and paged attention over the grouped heads. "transformers" = the runtime the
+    # serving fit measured (the model's own modules, K/V repeated per query head, CUDA graphs), only when named
+    engine: Literal["vllm", "sglang", "trtllm", "transformers"] = "vllm"
 
     @model_validator(mode="before")
     @classmethod
@@ -329,12 +330,18 @@ class ServePrediction(BaseModel):
     interval: dict[str, tuple[float, float]] | None = None
     capacity_gib: float | None = None
     why_not_fits: str | None = None
-    engine: str | None = None  # the engine whose memory policy and launch line apply
+    engine: str | None = None  # the engine the prediction assumed (its memory policy, kernels and launch line)
     weight_format: str | None = None  # resolved: bf16, fp8, int8, int4, bnb-int8, bnb-nf4
     replicas: int | None = None  # data-parallel copies of the tensor-parallel group (resolved)
     kv_cache_tokens: int | None = None  # tokens the engine's paged KV pool holds on one replica
     required_gib: float | None = None  # what the verdict compares with the usable memory: the peak + the prefill's
-    # transients the caching allocator cannot reuse while the cache grows
+    # transients the caching allocator cannot reuse while the cache grows (transformers); an engine's weights,
+    # workspace, one chunk's activations and the sequences' KV
+    usable_gib: float | None = None  # what ``required_gib`` is compared with: the usable memory (transformers), or
+    # weights + workspace + one chunk's activations + the KV pool (an engine's memory fraction)
+    kv_pool_gib: float | None = None  # the paged KV pool the engine sets aside per GPU (None: transformers, no pool)
+    chunk_tokens: int | None = None  # tokens one prefill step processes (the engine's max_num_batched_tokens)
+    note: str | None = None  # what the engine would do that is not a crash (more sequences than its pool holds)
 
 
 class ErrorLine(BaseModel):

@@ -1,5 +1,6 @@
 """What a serving case means on one GPU of its tensor-parallel group: the model, the calibration, the weight
-format, the KV cache's bytes, the engine (or the probed runtime), the replicas. Pure functions."""
+format, the KV cache's bytes (``models.kv_cache``), the engine (vLLM unless the case names another; ``transformers``
+is the probed runtime), the replicas. Pure functions."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import ENGINES, Engine
+from knowledge.engines import Engine, engine_named
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase
 from knowledge.serving_formats import FORMATS, WeightFormat, default_format, unsupported
 from models.calibration import Calibration
+from models.kv_cache import kv_cache_bytes, kv_heads_per_gpu
 from models.roofline import Ceilings
 
 
@@ -23,7 +25,13 @@ class ServeSetup:
     tp: int
     fmt: WeightFormat
     kv_bits: int
-    engine: Engine | None = None  # None: the probed runtime (unfused modules, K/V repeated for GQA)
+    engine: Engine = engine_named(None)
+
+    @property
+    def engine_style(self) -> bool:
+        """An engine's structure (fused kernels, paged attention over the grouped heads, a KV pool, chunked prefill);
+        False for the transformers runtime (unfused modules, K/V repeated per query head, a static cache)."""
+        return self.engine.paged
 
     @property
     def eff(self) -> Efficiencies:
@@ -35,17 +43,20 @@ class ServeSetup:
 
     @property
     def kv_heads_per_gpu(self) -> int:
-        # fewer KV heads than ranks: engines replicate a KV head rather than split it
-        return math.ceil(self.arch.num_key_value_heads / self.tp)
+        return kv_heads_per_gpu(self.arch, self.tp)
+
+    def kv_bytes(self, kv_len: float) -> float:
+        """One sequence's KV cache on one GPU at ``kv_len`` tokens, all layers (``models.kv_cache``)."""
+        return kv_cache_bytes(self.arch, self.tp, self.kv_bits, kv_len)
 
     @property
     def kv_bytes_per_token_layer(self) -> float:
-        """K and V of one token in one layer on one GPU."""
-        return 2.0 * self.kv_heads_per_gpu * self.arch.head_size * self.kv_bits / 8
+        """K and V of one new token in one layer on one GPU (what a prefill writes per token and layer)."""
+        return self.kv_bytes(1) / self.arch.num_hidden_layers
 
     @property
     def kv_bytes_per_token(self) -> float:
-        return self.arch.num_hidden_layers * self.kv_bytes_per_token_layer
+        return self.kv_bytes(1)
 
     @property
     def quant_flops(self) -> float:
@@ -84,7 +95,7 @@ def make_setup(arch: ModelArch, platform: PlatformSpec, cal: Calibration, tp: in
     if arch.num_attention_heads % tp:
         raise AdvisorError(f"tensor_parallel={tp} does not divide the {arch.num_attention_heads} attention heads of {arch.name}")
     wf = FORMATS[fmt] if isinstance(fmt, str) else fmt
-    return ServeSetup(arch, platform, cal, tp, wf, kv_bits, ENGINES[engine] if engine else None)
+    return ServeSetup(arch, platform, cal, tp, wf, kv_bits, engine_named(engine))
 
 
 def expected_experts(experts: int, top_k: int, tokens: float) -> float:

@@ -15,10 +15,12 @@ not show); ``decode_step_s`` one CUDA-graph step of those sequences; an engine's
 (scheduling, sampling) is added between steps end to end. Weight formats are engines' (FP8 / int8 W8A8 on
 the tensor cores, int4 W4A16 Marlin-class), bitsandbytes only when named (``knowledge.serving_formats``).
 
-Runtime: a case without an ``engine`` is predicted as the serving fit measured it, the model's own modules
-(unfused norms and rotary, grouped K/V heads repeated to the query heads before attention) replayed from CUDA
-graphs. A named engine (``knowledge.engines``) swaps in its fused decoder layer, attention over the grouped heads
-as stored and causal FlashAttention in the prefill: physics from its code, with the same fitted efficiencies.
+Engine: a case without an ``engine`` is predicted as vLLM serves it (``knowledge.engines``): its fused decoder
+layer, paged attention over the grouped K/V heads as stored, CUDA-graph decode, the prefill chunked at its
+``max_num_batched_tokens`` (each chunk a causal FlashAttention forward attending to the cache so far), and memory
+as its KV pool allocates it (``models.serve_memory``). ``engine: transformers`` is the runtime the serving fit
+measured: the model's own modules (unfused norms and rotary, grouped K/V heads repeated to the query heads before
+attention) replayed from CUDA graphs, the whole batch's prompt in one forward. Both use the same fitted efficiencies.
 
 Placement: ``replicas`` copies of a ``tensor_parallel``-GPU engine; the case's ``batch_size`` concurrent
 sequences spread over the replicas, which step together, so throughputs are the whole deployment's.
@@ -30,20 +32,18 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import RUNTIME
+from knowledge.engines import DEFAULT_ENGINE
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
 from models.architecture import attention_flops, linears, unfused_elementwise_bytes
 from models.calibration import Calibration
-from models.memory import usable_gib
 from models.operators import gemm_efficiency
-from models.serve_memory import engine_kv_tokens, fixed_bytes, max_batch, sequence_bytes, weight_bytes
+from models.serve_memory import chunk_tokens, engine_kv_tokens, max_batch, memory_verdict, weight_bytes
 from models.serve_setup import (
     ServeSetup, expanded_kv_bytes_per_token_layer, expected_experts, make_setup, replicas_of, resolve_format,
 )
 from models.step_time import KERNELS_PER_LAYER_FWD
-from models.training import round_down, round_up
 
 COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")  # output split over TP ranks
 KERNELS_HEAD = 20  # final norm, LM head, slicing, sampling
@@ -138,13 +138,14 @@ def _elementwise_bytes_per_token(s: ServeSetup) -> float:
     a, t = s.arch, s.tp
     hq, kv = a.num_attention_heads * a.head_size / t, s.kv_heads_per_gpu * a.head_size
     mlp = a.intermediate_size * a.num_experts_per_tok / t
-    if s.engine is not None:
+    if s.engine_style:
         return 2 * 8.0 * a.hidden_size + 4.0 * (hq + kv) + 6.0 * mlp
     return unfused_elementwise_bytes(a.hidden_size, hq, kv, mlp)
 
 
 def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: bool) -> list[Op]:
-    """One decoder layer on one GPU: ``batch`` sequences each adding ``new_tokens`` to a cache of ``kv_len``."""
+    """One decoder layer on one GPU: ``batch`` sequences each adding ``new_tokens`` to a cache of ``kv_len``
+    (a prefill chunk with ``kv_len`` > 0 attends to the cache so far as well as causally to itself)."""
     a, e, c = s.arch, s.eff, s.c
     tokens = batch * new_tokens
     ops = _linear_ops(s, tokens, decode)
@@ -152,19 +153,20 @@ def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: b
     kv_tok = s.kv_bytes_per_token_layer
     if decode:
         flops = 4.0 * batch * kv_len * hq  # QK^T and AV for one query per sequence
-        kv_read = batch * kv_len * kv_tok
+        kv_read = batch * s.kv_bytes(kv_len) / a.num_hidden_layers
         # a runtime that repeats grouped K/V heads to the query heads before attention (Hugging Face's SDPA
         # path with a mask) writes and re-reads the expanded copy: kv_expand_factor passes over it
-        expand = batch * kv_len * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor if s.engine is None else 0.0
+        expand = batch * kv_len * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor if not s.engine_style else 0.0
         mem = (kv_read / (c.memory_bps * e.kv_read_eff) + expand / (c.memory_bps * e.memory_eff)
                + (4.0 * tokens * hq + tokens * kv_tok) / (c.memory_bps * e.memory_eff))
         ops.append(Op(flops / (c.matmul_flops * e.attention_eff), mem, "kv"))
     else:
-        flops = attention_flops(a, batch, new_tokens, causal_skip=True) / s.tp
-        mem = (2.0 * tokens * (2 * hq + 2 * s.kv_heads_per_gpu * a.head_size) + tokens * kv_tok) / (c.memory_bps * e.memory_eff)
+        flops = attention_flops(a, batch, new_tokens, causal_skip=True) / s.tp + 4.0 * tokens * kv_len * hq
+        cached = batch * s.kv_bytes(kv_len) / a.num_hidden_layers  # a later chunk reads the cache so far
+        mem = (2.0 * tokens * (2 * hq + 2 * s.kv_heads_per_gpu * a.head_size) + tokens * kv_tok + cached) / (c.memory_bps * e.memory_eff)
         # the probed runtime's captured prefill attends through a mask; engines run causal FlashAttention, whose
         # efficiency the training fit measured (forward and backward)
-        att_eff = e.prefill_attention_eff if s.engine is None else e.attention_eff
+        att_eff = e.prefill_attention_eff if not s.engine_style else e.attention_eff
         ops.append(Op(flops / (c.matmul_flops * att_eff), mem, "kv"))
     ops.append(Op(0.0, _elementwise_bytes_per_token(s) * tokens / (c.memory_bps * e.memory_eff), "act"))
     return ops
@@ -182,8 +184,8 @@ def _head_op(s: ServeSetup, rows: int) -> Op:
 def kernels_per_pass(s: ServeSetup, tokens: float) -> float:
     """Kernels of one forward: the layer's own, quantize steps, routed experts' loops, all-reduces, the head."""
     a = s.arch
-    layer = KERNELS_PER_LAYER_FWD if s.engine is None else s.engine.kernels_per_layer
-    extra = s.fmt.extra_kernels_per_linear * (7 if s.engine is None else 4)  # engines merge QKV and gate/up
+    layer = KERNELS_PER_LAYER_FWD if not s.engine_style else s.engine.kernels_per_layer
+    extra = s.fmt.extra_kernels_per_linear * (7 if not s.engine_style else 4)  # engines merge QKV and gate/up
     per_layer = layer + extra + 2 * (s.tp > 1)
     if a.is_moe:
         per_layer += KERNELS_PER_EXPERT * expected_experts(a.num_local_experts, a.num_experts_per_tok, tokens)
@@ -218,8 +220,26 @@ def decode_step_s(s: ServeSetup, batch: int, kv_len: int) -> float:
     return graph_s(pass_time(s, batch, 1, kv_len, decode=True), s.eff)
 
 
+def prefill_passes(s: ServeSetup, batch: float, prompt_len: int) -> list[tuple[PassTime, int]]:
+    """The forwards that prefill ``batch`` prompts of ``prompt_len`` tokens, each with how often it runs.
+
+    transformers: the whole batch's prompt in one forward. An engine: chunks of ``chunk_tokens`` tokens. Prompts
+    no longer than a chunk share chunks (a chunk holds chunk / prompt_len sequences on average, so the attention
+    summed over chunks is the batch's); a longer prompt runs its chunks in turn, each attending to the cache so far.
+    """
+    chunk = chunk_tokens(s) if s.engine_style else 0
+    if not chunk or batch * prompt_len <= chunk:
+        return [(pass_time(s, batch, prompt_len, 0, decode=False), 1)]
+    if prompt_len <= chunk:
+        full, rest = divmod(batch * prompt_len, chunk)
+        out = [(pass_time(s, chunk / prompt_len, prompt_len, 0, decode=False), int(full))]
+        return out + ([(pass_time(s, rest / prompt_len, prompt_len, 0, decode=False), 1)] if rest else [])
+    return [(pass_time(s, 1, min(chunk, prompt_len - start), start, decode=False), int(batch))
+            for start in range(0, prompt_len, chunk)]
+
+
 def prefill_s(s: ServeSetup, batch: int, prompt_len: int) -> float:
-    return graph_s(pass_time(s, batch, prompt_len, 0, decode=False), s.eff)
+    return sum(graph_s(p, s.eff) * n for p, n in prefill_passes(s, batch, prompt_len))
 
 
 def mean_decode_s(step, first_kv: int, steps: int) -> float:
@@ -240,20 +260,18 @@ def _interval(values: dict[str, float | None], rel: float | None) -> dict[str, t
     return {k: (v / (1 + rel), v * (1 + rel)) for k, v in values.items() if v is not None}
 
 
-CHUNK_TOKENS = 8192  # vLLM's max_num_batched_tokens under chunked prefill on large GPUs
-
-
 def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, cal: Calibration,
                     rel_error: float | None = None) -> ServePrediction:
-    """Predict one serving case on ``cal`` (the platform's calibration). ``rel_error`` widens the intervals."""
+    """Predict one serving case on ``cal`` (the platform's calibration), as ``case.engine`` serves it (vLLM unless
+    named). ``rel_error`` widens the intervals."""
     eff = cal.eff
     fmt = resolve_format(case, platform.gpu)
     r = replicas_of(case, platform)
     s = make_setup(arch, platform, cal, case.tensor_parallel, fmt, case.kv_bits, case.engine)
     B, P, kv = case.batch_size, case.prompt_len, case.kv_len_effective
     b = math.ceil(B / r)  # sequences on the busiest replica; the replicas step together
-    pre = pass_time(s, b, P, 0, decode=False)
-    prefill = graph_s(pre, eff)
+    passes = prefill_passes(s, b, P)
+    prefill = sum(graph_s(p, eff) * n for p, n in passes)
     dec = pass_time(s, b, 1, kv, decode=True)
     decode = graph_s(dec, eff)
     ttft = tpot = e2e = None
@@ -265,27 +283,23 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
         ttft = prefill
         e2e = B * case.output_len / (prefill + steps * tpot)
     context = max(kv + 1, P + (case.output_len or 0))
-    w, seq = weight_bytes(s), sequence_bytes(s, P, context, kv + 1)
-    kv_b, act = b * seq.kv, b * seq.transient
-    fixed = fixed_bytes(s)
-    peak = fixed + kv_b + act
-    needed = fixed + b * seq.required
-    cap = usable_gib(platform.gpu.memory_gib, eff)
-    fits = needed / GiB <= cap
-    why = None if fits else f"needs {round_up(needed / GiB)} GiB per GPU, {round_down(cap)} GiB usable of {platform.gpu.memory_gib:.1f}"
+    mem = memory_verdict(s, b, P, context, kv)
     bd = ServeBreakdown(
-        prefill_compute_s=pre.compute_bound_s, prefill_memory_s=pre.weights_s + pre.kv_s + pre.small_kernels_s,
+        prefill_compute_s=sum(p.compute_bound_s * n for p, n in passes),
+        prefill_memory_s=sum((p.weights_s + p.kv_s + p.small_kernels_s) * n for p, n in passes),
         decode_weights_s=dec.weights_s, decode_kv_s=dec.kv_s, decode_compute_s=dec.compute_bound_s,
         communication_s=dec.communication_s, overhead_s=dec.small_kernels_s + eff.decode_graph_overhead_s,
-        weights_gib=w / GiB, kv_cache_gib=kv_b / GiB, activations_gib=act / GiB,
+        weights_gib=weight_bytes(s) / GiB, kv_cache_gib=mem.kv / GiB, activations_gib=mem.activations / GiB,
     )
     tps = B / decode
     return ServePrediction(
         id=case.id, prefill_s=prefill, decode_step_s=decode, decode_tokens_per_s=tps,
-        e2e_output_tokens_per_s=e2e, ttft_s=ttft, tpot_s=tpot, peak_mem_gib=peak / GiB, fits=fits, required_gib=needed / GiB,
-        max_batch_size=max_batch(s, P, context) * r, breakdown=bd, capacity_gib=platform.gpu.memory_gib, why_not_fits=why,
-        engine=case.engine or RUNTIME, weight_format=fmt.name, replicas=r,
-        kv_cache_tokens=engine_kv_tokens(s, case.engine or "vllm", min(CHUNK_TOKENS, max(P, 1))),
+        e2e_output_tokens_per_s=e2e, ttft_s=ttft, tpot_s=tpot, peak_mem_gib=mem.peak / GiB, fits=mem.fits,
+        required_gib=mem.required / GiB, usable_gib=mem.capacity / GiB, max_batch_size=mem.max_batch * r, breakdown=bd, capacity_gib=platform.gpu.memory_gib,
+        why_not_fits=mem.why, note=mem.note, engine=s.engine.name, weight_format=fmt.name, replicas=r,
+        kv_cache_tokens=engine_kv_tokens(s) if s.engine_style else None,
+        kv_pool_gib=mem.pool / GiB if mem.pool is not None else None,
+        chunk_tokens=chunk_tokens(s) if s.engine_style else None,
         interval=_interval({"prefill_s": prefill, "decode_step_s": decode, "decode_tokens_per_s": tps,
                             "e2e_output_tokens_per_s": e2e}, rel_error),
     )
@@ -305,7 +319,7 @@ def continuous_batching(arch: ModelArch, platform: PlatformSpec, cal: Calibratio
         raise AdvisorError("n_requests, prompt_len and output_len must be at least 1")
     case = ServeCase(id="load", hardware=platform.id, model=arch.name, task="serve", weight_bits=weight_bits,
                      weight_format=weight_format, kv_bits=kv_bits, tensor_parallel=tensor_parallel, replicas=replicas,
-                     engine=engine)
+                     engine=engine or DEFAULT_ENGINE)
     fmt = resolve_format(case, platform.gpu)
     r = replicas_of(case, platform)
     s = make_setup(arch, platform, cal, tensor_parallel, fmt, kv_bits, engine)

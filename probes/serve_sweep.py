@@ -135,7 +135,7 @@ def measure_point(model: Any, arch: ModelArch, B: int, P: int, d: Any, info: dic
 def _case(args: argparse.Namespace, arch_arg: Any, fmt: str, B: int, P: int, tp: int) -> dict:
     case = {"id": f"{args.tag}-{fmt}-tp{tp}-b{B}-p{P}", "hardware": args.hardware, "model": arch_arg, "task": "serve",
             "batch_size": B, "prompt_len": P, "kv_len": P, "weight_bits": BITS[fmt], "kv_bits": 16,
-            "weight_format": fmt, "tensor_parallel": tp, "replicas": 1}
+            "weight_format": fmt, "tensor_parallel": tp, "replicas": 1, "engine": "transformers"}
     if args.output_len:
         case["output_len"] = args.output_len
     return case

@@ -78,6 +78,7 @@ def serve_fields(draw):
         output_len=draw(st.one_of(st.none(), st.integers(1, ctx - prompt))),
         weight_bits=draw(st.sampled_from([16, 8, 4])), kv_bits=draw(st.sampled_from([16, 8])),
         tensor_parallel=draw(st.sampled_from([t for t in range(1, count + 1) if arch.num_attention_heads % t == 0])),
+        engine=draw(st.sampled_from(["vllm", "sglang", "trtllm", "transformers"])),
     )
 
 
@@ -182,8 +183,19 @@ def train_fits(f: dict, printed: bool) -> None:
 def serve_fits(f: dict, printed: bool) -> None:
     p = PREDICTOR.predict(ServeCase(**f))
     platform = resolve_platform(f["hardware"])
-    usable = platform.gpu.memory_gib - load_efficiencies(task="serve").reserved_gib
-    check_fits(p, platform, usable, True, printed)
+    if p.engine == "transformers":
+        usable = platform.gpu.memory_gib - load_efficiencies(task="serve").reserved_gib
+        assert p.usable_gib == pytest.approx(usable)
+        check_fits(p, platform, usable, True, printed)
+        return
+    # an engine: its sequences fit its KV pool, i.e. what it needs fits its memory fraction's budget
+    assert p.capacity_gib == platform.gpu.memory_gib and p.usable_gib <= platform.gpu.memory_gib
+    assert p.fits == (p.required_gib <= p.usable_gib), (p.required_gib, p.usable_gib, p.why_not_fits)
+    assert (p.why_not_fits is None) == p.fits and p.max_batch_size is not None
+    assert p.fits == (p.max_batch_size // p.replicas >= -(-f["batch_size"] // p.replicas))  # the busiest replica's
+    if printed and not p.fits:
+        assert "pool" in p.why_not_fits or "no room for a KV cache" in p.why_not_fits, p.why_not_fits
+        assert (p.note is not None) == (p.max_batch_size > 0), (p.note, p.max_batch_size)
 
 
 @cfg(1200)

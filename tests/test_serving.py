@@ -223,15 +223,19 @@ def test_predict_serve_case_returns_contract_fields(tmp_path):
     assert row["decode_tokens_per_s"] == pytest.approx(4 / row["decode_step_s"])
 
 
-def test_named_engine_reads_grouped_kv_as_stored_and_fuses_kernels():
+def test_default_engine_is_vllm_reading_grouped_kv_as_stored_and_fusing_kernels():
     kw = dict(batch_size=16, prompt_len=8192)
-    # GQA: the probed runtime repeats K/V to the 32 query heads before attention; an engine reads the 8 as stored
-    runtime, engine = serve("h100x1", "llama3-8b", **kw), serve("h100x1", "llama3-8b", engine="vllm", **kw)
-    assert runtime.breakdown.decode_kv_s > 2 * engine.breakdown.decode_kv_s
-    assert runtime.engine != "vllm" and engine.engine == "vllm"
+    # GQA: the transformers runtime repeats K/V to the 32 query heads before attention; vLLM reads the 8 as stored
+    runtime, default = serve("h100x1", "llama3-8b", engine="transformers", **kw), serve("h100x1", "llama3-8b", **kw)
+    assert runtime.breakdown.decode_kv_s > 2 * default.breakdown.decode_kv_s
+    assert runtime.engine == "transformers" and default.engine == "vllm"
+    assert default == serve("h100x1", "llama3-8b", engine="vllm", **kw)  # no engine = vLLM, field for field
     # MHA has nothing to repeat: the attention's time is the same, only the small kernels differ
-    mha_rt, mha_engine = serve("h100x1", "llama2-7b", **kw), serve("h100x1", "llama2-7b", engine="vllm", **kw)
+    mha_rt, mha_engine = serve("h100x1", "llama2-7b", engine="transformers", **kw), serve("h100x1", "llama2-7b", **kw)
     assert mha_rt.breakdown.decode_kv_s == pytest.approx(mha_engine.breakdown.decode_kv_s)
     assert mha_engine.breakdown.overhead_s < 0.5 * mha_rt.breakdown.overhead_s  # ~10 fused kernels a layer, not 45
-    # the same bytes and weights either way
-    assert mha_rt.peak_mem_gib == pytest.approx(mha_engine.peak_mem_gib)
+    # the same weights and KV either way; the engine's transients are one 8192-token chunk, not 16 x 8192 tokens
+    assert mha_rt.breakdown.weights_gib == pytest.approx(mha_engine.breakdown.weights_gib)
+    assert mha_rt.breakdown.kv_cache_gib == pytest.approx(mha_engine.breakdown.kv_cache_gib)
+    assert mha_engine.breakdown.activations_gib < mha_rt.breakdown.activations_gib / 8
+    assert mha_engine.chunk_tokens == 8192 and mha_rt.chunk_tokens is None and mha_rt.kv_pool_gib is None

@@ -38,7 +38,12 @@ def _serve_metrics(p: ServePrediction) -> None:
     c[0].metric("prefill (TTFT)", f"{p.prefill_s * 1e3:,.1f} ms")
     c[1].metric("decode step", f"{p.decode_step_s * 1e3:,.2f} ms")
     c[2].metric("TPOT (generate)", f"{p.tpot_s * 1e3:,.2f} ms" if p.tpot_s else "—")
-    c[3].metric("max batch that fits", f"{p.max_batch_size:,}" if p.max_batch_size is not None else "—")
+    c[3].metric("max batch that fits", f"{p.max_batch_size:,}" if p.max_batch_size is not None else "—",
+                help="sequences of this length the engine's KV pool holds" if p.kv_pool_gib is not None else None)
+    st.caption(f"As served by **{p.engine}**" + (f": KV pool {p.kv_pool_gib:,.1f} GiB per GPU, prefill in chunks of "
+                                                 f"{p.chunk_tokens:,} tokens" if p.kv_pool_gib is not None else ""))
+    if p.note:
+        st.info(p.note)
 
 
 def _slo(sel: Selection, p: ServePrediction) -> None:
