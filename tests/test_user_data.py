@@ -117,7 +117,7 @@ def test_confirm_writes_its_row_and_refit_under_home_never_into_the_package(home
 
     monkeypatch.setattr(campaign, "gpu_inventory", lambda: ("NVIDIA H100 80GB HBM3", 1))
     monkeypatch.setattr(campaign, "run_one", fake_run_one)
-    monkeypatch.setattr(advisor.calibrate, "refit", fake_refit)
+    monkeypatch.setattr(advisor.calibrate, "fast_refit", fake_refit)  # confirm refits quickly
     r = CliRunner().invoke(app(), ["confirm", "--hardware", "h100x1", "--task", "finetune", "--model", "tinyllama-1.1b", "--json"])
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)

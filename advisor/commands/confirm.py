@@ -27,14 +27,14 @@ def refit_into_home() -> dict:
     The first refit starts from a copy of the bundled fit, so its held-out figures carry over; the
     package's own fitted.json is never written.
     """
-    from advisor.calibrate import refit as do_refit
+    from advisor.calibrate import fast_refit
     from knowledge.paths import BUNDLED_CALIBRATION, user_calibration_path
     from knowledge.store import atomic_write_bytes
 
     target = user_calibration_path()
     if not target.exists() and BUNDLED_CALIBRATION.exists():
         atomic_write_bytes(target, BUNDLED_CALIBRATION.read_bytes())
-    return do_refit(measure_holdout=False, out=target)
+    return fast_refit(out=target)  # seconds: the new row's machine learns its factors; `calibrate --full` refits all
 
 
 def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch: Optional[int], gpus: Optional[int],
