@@ -130,12 +130,12 @@ def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[
     return rows, skipped
 
 
-def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None) -> EfficiencyCorrection:
+def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None, **fit_kw) -> EfficiencyCorrection:
     usable = [r for r in rows if r.has_throughput]
     from knowledge.efficiency import load_probe_ratios
 
     est = EfficiencyCorrection(prior=prior, ratio_table=load_probe_ratios())
-    return est.fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable], [r.phases for r in usable])
+    return est.fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable], [r.phases for r in usable], **fit_kw)
 
 
 def held_out_throughput(rows: Sequence[Row], by: str, progress: Callable[[str], None] | None = None) -> dict[str, list[tuple[Row, float]]]:

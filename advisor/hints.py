@@ -60,13 +60,39 @@ def hf_usage(case: TrainCase, config_path: Path | str, bf16: bool = True) -> lis
         if case.quantization != "none" and not zero3:
             steps.append(f"call peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing={case.recompute})")
         steps.append(f"wrap it with peft.get_peft_model(model, LoraConfig(r={case.lora_rank}, target_modules={case.lora_targets}))")
-    if case.recompute:
-        steps.append("call model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={'use_reentrant': False})" if zero3
-                     else "call model.gradient_checkpointing_enable()")
-    steps.append(f"attn_implementation='{'sdpa' if case.flash_attention else 'eager'}'")
-    if case.engine == "deepspeed":
-        steps.append(f"pass TrainingArguments(deepspeed='{config_path}', {'bf16' if bf16 else 'fp16'}=True)")
+    steps.append(f"load it with attn_implementation='{'sdpa' if case.flash_attention else 'eager'}'")
+    steps.append(f"train with Trainer(model, {training_arguments_text(case, config_path, bf16)}, ...)")
     return steps
+
+
+def hf_config_path(config_path: Path | str) -> Path:
+    """Where the Hugging Face Trainer's DeepSpeed JSON goes: beside the plain one, ``ds_config_hf.json``."""
+    p = Path(config_path)
+    return p.with_name(p.stem + "_hf" + p.suffix)
+
+
+def training_arguments(case: TrainCase, config_path: Path | str, bf16: bool = True) -> dict:
+    """The ``TrainingArguments`` keywords of this pick: micro-batch, accumulation, precision, recomputation,
+    learning rate (and the plain JSON's Adam betas), and ``deepspeed=`` the Trainer's JSON (values it owns "auto")."""
+    from models.deepspeed_config import ADAM_BETAS, learning_rate
+
+    args: dict = {}
+    if case.engine == "deepspeed":
+        args["deepspeed"] = str(hf_config_path(config_path))
+    args.update(per_device_train_batch_size=case.micro_batch_size, gradient_accumulation_steps=case.grad_accum)
+    args["bf16" if bf16 else "fp16"] = True
+    if case.recompute:
+        args["gradient_checkpointing"] = True
+        if case.engine == "deepspeed" and case.zero_stage == 3:
+            args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    args.update(learning_rate=learning_rate(case), adam_beta2=ADAM_BETAS[1], max_grad_norm=1.0)
+    return args
+
+
+def training_arguments_text(case: TrainCase, config_path: Path | str, bf16: bool = True) -> str:
+    """'TrainingArguments(output_dir='out', deepspeed='advisor-out/ds_config_hf.json', ...)' as Python."""
+    args = training_arguments(case, config_path, bf16)
+    return "TrainingArguments(output_dir='out', " + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
 
 
 def accelerate_config(case: TrainCase, gpus: int, config_path: Path | str, nodes: int = 1) -> str:
@@ -97,3 +123,36 @@ def accelerate_config(case: TrainCase, gpus: int, config_path: Path | str, nodes
         "use_cpu: false",
     ]
     return "\n".join(lines) + "\n"
+
+
+def write_configs(config_path: Path, cfg: dict, case: TrainCase, gpus: int, nodes: int = 1) -> dict[str, Path]:
+    """Write the plain DeepSpeed JSON (explicit numbers, for ``deepspeed train.py``), the Hugging Face Trainer's
+    (``ds_config_hf.json``: what the Trainer sets is "auto") and the accelerate config (pointing at the plain
+    one), atomically. Returns their paths by kind."""
+    from knowledge.store import atomic_write_json, atomic_write_text
+    from models.deepspeed_config import hf_trainer_config
+
+    paths = {"deepspeed": Path(config_path), "hf_trainer": hf_config_path(config_path),
+             "accelerate": Path(config_path).with_name("accelerate_config.yaml")}
+    atomic_write_json(paths["deepspeed"], cfg)
+    atomic_write_json(paths["hf_trainer"], hf_trainer_config(cfg))
+    atomic_write_text(paths["accelerate"], accelerate_config(case, gpus, config_path, nodes))
+    return paths
+
+
+def wrote_lines(paths: dict[str, Path]) -> list[str]:
+    """What each written file is for, one line each."""
+    return [f"  {paths['deepspeed']}: plain DeepSpeed, explicit numbers (deepspeed train.py --deepspeed …)",
+            f"  {paths['hf_trainer']}: for the Hugging Face Trainer's deepspeed= argument "
+            "(what the Trainer sets is \"auto\")",
+            f"  {paths['accelerate']}: accelerate launch --config_file …, points at the plain JSON"]
+
+
+def usage_lines(case: TrainCase, config_path: Path | str, bf16: bool = True) -> list[str]:
+    """The Hugging Face steps as a numbered list, the Trainer's arguments as Python to copy, one per line."""
+    steps = hf_usage(case, config_path, bf16)[:-1]
+    lines = ["With Hugging Face (transformers, PEFT):"] + [f"  {i}. {s}" for i, s in enumerate(steps, 1)]
+    lines.append(f"  {len(steps) + 1}. train with Trainer(model, args=TrainingArguments(")
+    lines += [f"         {k}={v!r}," for k, v in {"output_dir": "out", **training_arguments(case, config_path, bf16)}.items()]
+    lines.append("     ), ...)")
+    return lines

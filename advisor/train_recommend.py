@@ -18,7 +18,6 @@ from advisor.output import console, err_console
 from advisor.search import Candidate, Evaluator, SearchSpec, run_search
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec, Profile
-from knowledge.store import atomic_write_json, atomic_write_text
 from models.deepspeed_config import deepspeed_config
 
 
@@ -137,13 +136,14 @@ def recommend_train(
     accel_path = out_dir / "accelerate_config.yaml"
     bf16 = ev.platform.gpu.supports_bf16
     launch = launch_line(best, ev.gpus, config_path, ev.platform)
+    written: dict[str, Path] = {}
     if best.case.engine == "deepspeed":
-        atomic_write_json(config_path, items[0]["deepspeed_config"])
-        atomic_write_text(accel_path, hints.accelerate_config(best.case, ev.gpus, config_path, spec.nodes))
+        written = hints.write_configs(config_path, items[0]["deepspeed_config"], best.case, ev.gpus, spec.nodes)
     for it, c in zip(items, ranked[:top]):
         it["launch"] = launch_line(c, ev.gpus, config_path, ev.platform)
         it["launch_env"] = hints.launch_env(c.case, ev.platform, ev.gpus)
         it["usage"] = usage_note(c, config_path, bf16)
+        it["training_arguments"] = hints.training_arguments(c.case, config_path, bf16)
     if spec.nodes > 1:
         multi = _multinode(spec, ev, items, ranked[:top], out_dir, config_path, accel_path)
         launch = items[0]["launch"]
@@ -151,6 +151,7 @@ def recommend_train(
         extra = {"deepspeed_config_path": str(config_path)}
         if best.case.engine == "deepspeed":
             extra["accelerate_config_path"] = str(accel_path)
+            extra["hf_trainer_config_path"] = str(written["hf_trainer"])
         if spec.nodes > 1:
             extra.update({f"{k}_path": str(v) for k, v in multi.items()})
         print(json.dumps({**header, "recommendations": items, **extra}, indent=2))
@@ -160,14 +161,17 @@ def recommend_train(
     same = f" (ZeRO {'/'.join(map(str, stages))} predict the same; the config uses ZeRO-{best.case.zero_stage})" if len(stages) > 1 else ""
     console.print(f"[bold]Top pick[/]: {describe(best.case)}{same}")
     if best.case.engine == "deepspeed":
-        console.print(f"Wrote [cyan]{config_path}[/] (DeepSpeed) and [cyan]{accel_path}[/] (accelerate)")
+        console.print("Wrote:")
+        for line in hints.wrote_lines(written):
+            console.print(line, highlight=False, markup=False)
     if spec.nodes > 1:
         _print_multinode(items[0], multi)
     else:
         console.print(f"Launch: [green]{launch}[/]", highlight=False, soft_wrap=True)
     if best.case.engine == "deepspeed" and spec.nodes == 1:
         console.print(f"   or: [green]{hints.accelerate_line(best.case, ev.platform, ev.gpus, accel_path)}[/]", highlight=False, soft_wrap=True)
-    console.print(f"With Hugging Face: {items[0]['usage']}", highlight=False, soft_wrap=True)
+    for line in hints.usage_lines(best.case, config_path, bf16):
+        console.print(line, highlight=False, markup=False, soft_wrap=line.startswith("      "))
     hostfile = f" --hostfile {multi['hostfile']}" if spec.nodes > 1 else ""
     console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id}{hostfile} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
 

@@ -22,6 +22,7 @@ BUNDLED = Path(__file__).parent
 BUNDLED_MEASUREMENTS = BUNDLED / "measurements" / "own"
 BUNDLED_PROFILES = BUNDLED / "measurements" / "profiles"
 BUNDLED_CALIBRATION = BUNDLED / "calibration" / "fitted.json"
+CONTRACT = BUNDLED / "CONTRACT.md"  # the prediction contract, shipped with the package
 APP_NAME = "advisor"
 
 

@@ -10,7 +10,7 @@ opaque multiplier, and every efficiency stays within (0, 1], so no prediction be
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -103,10 +103,15 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
     def _predict_prepared(cls, prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
         return cls._step_times(prepared, eff_values, overrides)[:, 0]
 
-    def fit(self, X: Sequence[TrainSample], y: Sequence[float], phases: Sequence[Sequence[float | None]] | None = None
-            ) -> "EfficiencyCorrection":
+    def fit(self, X: Sequence[TrainSample], y: Sequence[float], phases: Sequence[Sequence[float | None]] | None = None,
+            start: tuple[Efficiencies, dict[str, dict[str, float]]] | None = None, max_nfev: int | None = None,
+            progress: Callable[[int], None] | None = None, ftol: float = 1e-8) -> "EfficiencyCorrection":
         """Fit to tokens/s ``y``; ``phases`` (forward, backward, optimizer seconds per step, None where not
-        measured) add a residual per measured phase, so each parameter is held by the phase it acts on."""
+        measured) add a residual per measured phase, so each parameter is held by the phase it acts on.
+
+        ``start`` (parameters, platform factors), e.g. the bundled fit, is where the solver starts: the objective
+        (and its pull toward the prior) is the same, only fewer iterations are needed when a few rows were added.
+        ``max_nfev`` bounds the solver's evaluations (default 40 per unknown); ``progress(n)`` is told each one."""
         prior = self.prior or Efficiencies()
         base = prior.model_dump()
         y_arr = np.asarray(y, dtype=float)
@@ -128,6 +133,12 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         k = len(self.params)
         z0 = np.concatenate([[_to_z(n, base[n]) for n in self.params], np.zeros(len(slots))])
         w, wp = math.sqrt(self.prior_weight), math.sqrt(self.platform_weight)
+        x0 = z0
+        if start is not None:
+            eff0, factors0 = start
+            x0 = np.concatenate([[_to_z(n, getattr(eff0, n)) for n in self.params],
+                                 [math.log(factors0.get(pid, {}).get(key, 1.0)) for pid, key in slots]])
+        calls = [0]
 
         def unpack(z: np.ndarray) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
             v = dict(base)
@@ -138,11 +149,15 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
             return v, over
 
         def residuals(z: np.ndarray) -> np.ndarray:
+            calls[0] += 1
+            if progress:
+                progress(calls[0])
             out = self._step_times(prepared, *unpack(z))
             phase_res = wph * (np.log(np.maximum(out[:, 1:], 1e-9)) - np.log(ph_safe))[ph_mask]
             return np.concatenate([np.log(out[:, 0]) - np.log(y_arr), phase_res, w * (z[:k] - z0[:k]), wp * slot_w * z[k:]])
 
-        sol = least_squares(residuals, z0, method="trf", x_scale=1.0, max_nfev=40 * len(z0), diff_step=1e-3)
+        sol = least_squares(residuals, x0, method="trf", x_scale=1.0, max_nfev=max_nfev or 40 * len(z0), diff_step=1e-3,
+                            ftol=ftol)
         values, over = unpack(sol.x)
         self.efficiencies_ = Efficiencies(**values)
         self.platform_factors_ = {pid: {key: round(f, 4) for key, f in d.items()} for pid, d in over.items()}

@@ -12,6 +12,14 @@ from knowledge.schema import GPUSpec, TrainCase
 from models.memory import ALLGATHER_BUCKET, REDUCE_BUCKET, STAGE3_MAX_LIVE, STAGE3_PREFETCH
 
 
+ADAM_BETAS = (0.9, 0.95)
+
+
+def learning_rate(case: TrainCase) -> float:
+    """The usual peak learning rate: 1e-4 for full training, 2e-4 for LoRA/QLoRA adapters."""
+    return 1e-4 if case.method == "full" else 2e-4
+
+
 def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]:
     """A DeepSpeed config dict for ``case`` on ``gpus`` GPUs of type ``gpu``."""
     precision = "bf16" if gpu.supports_bf16 else "fp16"
@@ -24,7 +32,7 @@ def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]
         "wall_clock_breakdown": False,
         "optimizer": {
             "type": "AdamW",
-            "params": {"lr": 1e-4 if case.method == "full" else 2e-4, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.0},
+            "params": {"lr": learning_rate(case), "betas": list(ADAM_BETAS), "eps": 1e-8, "weight_decay": 0.0},
         },
         precision: {"enabled": True} if precision == "bf16" else {"enabled": True, "loss_scale": 0, "initial_scale_power": 16},
     }
@@ -67,3 +75,29 @@ def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]
 def launch_command(case: TrainCase, gpus: int, config_path: str = "ds_config.json", script: str = "train.py") -> str:
     """The line that starts the job on one node with DeepSpeed's launcher."""
     return f"deepspeed --num_gpus {gpus} {script} --deepspeed {config_path}"
+
+
+# what the Hugging Face Trainer sets itself from TrainingArguments (transformers' HfTrainerDeepSpeedConfig):
+# written as "auto" so the Trainer fills them, instead of raising on a mismatch
+_TRAINER_OWNED = ("train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size", "gradient_clipping")
+_TRAINER_OWNED_OPTIMIZER = ("lr", "betas", "eps", "weight_decay")
+
+
+def hf_trainer_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` for ``TrainingArguments(deepspeed=...)``: every value the Trainer owns is ``"auto"`` (batch sizes,
+    accumulation, clipping, the optimizer's hyper-parameters, the precision switch, any scheduler's values); the
+    ZeRO settings the memory model counts (stage, offload, buckets) stay explicit."""
+    out = {k: v for k, v in cfg.items()}
+    for key in _TRAINER_OWNED:
+        if key in out:
+            out[key] = "auto"
+    if "optimizer" in out:
+        params = dict(out["optimizer"].get("params", {}))
+        params.update({k: "auto" for k in _TRAINER_OWNED_OPTIMIZER})
+        out["optimizer"] = {**out["optimizer"], "params": params}
+    if "scheduler" in out:
+        out["scheduler"] = {**out["scheduler"], "params": {k: "auto" for k in out["scheduler"].get("params", {})}}
+    for precision in ("bf16", "fp16"):
+        if precision in out:
+            out[precision] = {**out[precision], "enabled": "auto"}
+    return out

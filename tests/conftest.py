@@ -4,8 +4,61 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.dont_write_bytecode = True  # no new __pycache__ from the tests' own imports (pytest's rewritten test modules too)
+
+try:  # Hypothesis keeps its example database in memory: no .hypothesis/ folder in the checkout
+    from hypothesis import settings as _hypothesis_settings
+    from hypothesis.database import InMemoryExampleDatabase
+
+    _hypothesis_settings.register_profile("advisor-tests", database=InMemoryExampleDatabase())
+    _hypothesis_settings.load_profile("advisor-tests")
+except ImportError:  # pragma: no cover - hypothesis is in the [test] extra
+    pass
+
+# ignored folders not walked: the virtual environment and the install's metadata are not the tests' business
+_NOT_WALKED = (".venv", ".git")
+
+
+def _checkout_state() -> tuple[str, frozenset] | None:
+    """`git status --porcelain --ignored` of the checkout, and every file (size, mtime) under its ignored
+    folders except the environment and Python's bytecode caches. None outside a git checkout."""
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if status.returncode != 0:
+        return None
+    lines = [ln for ln in status.stdout.splitlines() if "__pycache__" not in ln and not ln[3:].startswith(_NOT_WALKED)
+             and ".egg-info" not in ln]
+    files = set()
+    for ln in lines:
+        path = ROOT / ln[3:].strip('"')
+        if path.is_file():
+            st = path.stat()
+            files.add((ln[3:], st.st_size, st.st_mtime_ns))
+    return "\n".join(lines), frozenset(files)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _checkout_left_as_it_was():
+    """The suite writes only to temporary folders: the checkout's git status and its ignored files are the same
+    after the run as before (a test that writes a PNG or advisor-out/ into the checkout fails the run here)."""
+    before = _checkout_state()
+    yield
+    after = _checkout_state()
+    if before is None or after is None or before == after:
+        return
+    added = sorted(set(after[0].splitlines()) - set(before[0].splitlines()))
+    touched = sorted({f[0] for f in after[1] ^ before[1]})
+    pytest.fail(f"the test suite changed the checkout {ROOT}: status {added or '='}, files {touched[:10]}", pytrace=False)
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 

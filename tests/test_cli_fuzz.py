@@ -442,6 +442,6 @@ def test_valid_runs_of_every_command_still_work(tmp_path):
     assert (tmp_path / "o" / "ds_config.json").exists()
     r = invoke(["deepspeed-config", "--out", str(tmp_path / "new" / "ds.json")])
     assert r.exit_code == 0, r.stderr
-    r = invoke(["compare", "--hardware", "a100x1", "--vs", "h20x1", "--model", "7b", "--json"])
+    r = invoke(["compare", "--hardware", "a100x1", "--vs", "h20x1", "--model", "7b", "--json", "--png", str(tmp_path / "c.png")])
     assert r.exit_code == 0, r.stderr
     assert max(json.loads(r.stdout)["seq_lens"]) <= 4096  # the default grid stops at the model's context

@@ -103,7 +103,8 @@ def test_hints_fit_the_box_and_the_pick(tmp_path):
     text = " ".join(r.output.split())
     assert "NCCL_P2P_DISABLE=1 deepspeed" in text  # GeForce 40-series: no P2P over PCIe
     assert "bnb_4bit_quant_storage=torch.bfloat16" in text  # ZeRO-3 QLoRA
-    assert f"deepspeed='{tmp_path / 'ds.json'}'" in r.output  # the Hugging Face hint names the file written, unbroken
+    assert f"deepspeed='{tmp_path / 'ds_hf.json'}'" in r.output  # the Hugging Face hint names the Trainer's file written, unbroken
+    assert json.loads((tmp_path / 'ds_hf.json').read_text())['train_micro_batch_size_per_gpu'] == 'auto'
     r = _run("--hardware", "a800x8", "--task", "finetune", "--model", "7b", "--zero-stage", "2", "--out", str(tmp_path / "a.json"))
     assert r.exit_code == 0, r.output
     assert "NCCL_P2P_DISABLE" not in r.output and "quant_storage" not in r.output

@@ -117,7 +117,7 @@ def test_confirm_writes_its_row_and_refit_under_home_never_into_the_package(home
 
     monkeypatch.setattr(campaign, "gpu_inventory", lambda: ("NVIDIA H100 80GB HBM3", 1))
     monkeypatch.setattr(campaign, "run_one", fake_run_one)
-    monkeypatch.setattr(advisor.calibrate, "refit", fake_refit)
+    monkeypatch.setattr(advisor.calibrate, "fast_refit", fake_refit)  # confirm refits quickly
     r = CliRunner().invoke(app(), ["confirm", "--hardware", "h100x1", "--task", "finetune", "--model", "tinyllama-1.1b", "--json"])
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
@@ -135,3 +135,23 @@ def test_predict_takes_a_bundled_profile_by_name(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app(), ["predict", "--cases", str(cases), "--profile", "h100x9", "--json"])
     assert r.exit_code == 1 and "h100x1" in r.output  # the closest names
+
+
+def test_confirm_dry_run_answers_without_a_gpu_in_words_and_json(home, monkeypatch):
+    import probes.campaign as campaign
+
+    monkeypatch.setattr(campaign, "gpu_inventory", lambda: (None, 0))
+    r = CliRunner().invoke(app(), ["confirm", "--dry-run"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert "Dry run: nothing runs." in text and "warm-up" in text and "Predicted now:" in text and "compares" in text
+    assert "advisor confirm --hardware h100x1" in text and "no local GPU recognised" in r.stderr
+    assert "{" not in r.stdout  # words, not the raw case
+    assert len(r.stdout.splitlines()) < 20 and all(len(line) <= 80 for line in r.stdout.splitlines())
+    r = CliRunner().invoke(app(), ["confirm", "--dry-run", "--hardware", "rtx4090x8", "--model", "70b", "--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert plan["case"]["hardware"] == "rtx4090x8" and plan["command"] and plan["predicted"]["tokens_per_s"] > 0
+    assert not (home / "measurements" / "confirm.jsonl").exists()  # a dry run writes nothing
+    r = CliRunner().invoke(app(), ["confirm"])  # a real run still needs a GPU
+    assert r.exit_code == 1 and "no local GPU" in r.stderr

@@ -61,7 +61,7 @@ def model_rows() -> list[dict[str, Any]]:
 
 def _short_source(sources: dict[str, str]) -> str:
     first = sources.get("memory_bandwidth_gbs") or sources.get("bf16_tflops") or next(iter(sources.values()), "")
-    return first.split(":")[0].split(", Appendix")[0][:60]
+    return first.split(": ")[0].split(", Appendix")[0]  # the citation, without the value it gives (whole, wrapped)
 
 
 def hardware(
@@ -104,7 +104,7 @@ def hardware(
     for col, just in (("id", "left"), ("link", "left"), ("host GiB", "right"), ("cores", "right"), ("source", "left")):
         t.add_column(col, justify=just, overflow="fold")
     for r in platforms:
-        t.add_row(r["id"], r["interconnect"], f"{r['host_ram_gib']:.0f}", str(r["cpu_cores"]), r["source"][:48])
+        t.add_row(r["id"], r["interconnect"], f"{r['host_ram_gib']:.0f}", str(r["cpu_cores"]), r["source"])
     console.print(t)
     t = Table(title="Networks between nodes (--nodes N --network NAME[:NICs per node])", title_justify="left",
               caption="line rates are standards; efficiency (NCCL busbw / line rate) and latency are priors until "
@@ -129,13 +129,18 @@ def models_cmd(as_json: bool = typer.Option(False, "--json", help="Every catalog
         return
     t = Table(title="Models (Llama-style decoders)", title_justify="left")
     for col, just in (("name", "left"), ("aliases", "left"), ("params", "right"), ("layers", "right"), ("hidden", "right"),
-                      ("heads/kv", "right"), ("source", "left")):
-        t.add_column(col, justify=just, overflow="fold")
+                      ("heads/kv", "right")):
+        t.add_column(col, justify=just, no_wrap=col == "name")
     for r in rows:
         heads = f"{r['heads']}/{r['kv_heads']}" + (f" ×{r['experts']}E" if r["experts"] > 1 else "")
-        t.add_row(r["name"], ", ".join(r["aliases"]), f"{r['params_b']:.1f} B", str(r["layers"]), str(r["hidden_size"]), heads,
-                  r["source"].removesuffix(" config.json"))
+        t.add_row(r["name"], ", ".join(r["aliases"]), f"{r['params_b']:.1f} B", str(r["layers"]), str(r["hidden_size"]), heads)
     console.print(t)
+    # hub ids below the table, one a line, never broken: they are meant to be copied
+    console.print("Sources (the config.json of each hub id):", highlight=False)
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        hub, _, note = r["source"].partition(" config.json")
+        console.print(f"  {r['name']:<{width}}  {hub}{note}", highlight=False, soft_wrap=True, markup=False)
     console.print("Any other model: a hub id (Qwen/Qwen2.5-7B, read from the local Hugging Face cache or the hub), "
                   "a config.json path, or inline JSON with hidden_size, intermediate_size, num_hidden_layers, "
                   "num_attention_heads, num_key_value_heads, vocab_size.", highlight=False)

@@ -27,14 +27,14 @@ def refit_into_home() -> dict:
     The first refit starts from a copy of the bundled fit, so its held-out figures carry over; the
     package's own fitted.json is never written.
     """
-    from advisor.calibrate import refit as do_refit
+    from advisor.calibrate import fast_refit
     from knowledge.paths import BUNDLED_CALIBRATION, user_calibration_path
     from knowledge.store import atomic_write_bytes
 
     target = user_calibration_path()
     if not target.exists() and BUNDLED_CALIBRATION.exists():
         atomic_write_bytes(target, BUNDLED_CALIBRATION.read_bytes())
-    return do_refit(measure_holdout=False, out=target)
+    return fast_refit(out=target)  # seconds: the new row's machine learns its factors; `calibrate --full` refits all
 
 
 def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch: Optional[int], gpus: Optional[int],
@@ -110,7 +110,7 @@ def confirm(
     timeout_s: float = typer.Option(900.0, "--timeout-s", min=10, max=7 * 86400, help="Kill the run after this long (at most a week); recorded as a timeout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Measurements file the row is appended to (default: ADVISOR_HOME/measurements/confirm.jsonl)."),
     refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the case and the command, run nothing."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Say what it would run, for how long and what it compares; run nothing (works without a GPU)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run the top pick end to end (random-init weights), report measured vs predicted, store the row."""
@@ -131,6 +131,9 @@ def confirm(
     name, local = gpu_inventory()
     if hardware == "auto":
         detected = detect_hardware(name, local)
+        if detected is None and dry_run:  # a plan needs no GPU: show the one for the machine the package knows best
+            detected = DRY_RUN_EXAMPLE
+            warn(f"no local GPU recognised: planning for {DRY_RUN_EXAMPLE} (pass --hardware ID for your machine)")
         if detected is None:
             fail("no local GPU recognised (nvidia-smi found none or an unknown one); pass --hardware and run where the GPUs are")
         hardware = detected
@@ -159,7 +162,12 @@ def confirm(
                               device="cpu" if device == "cpu" else None, hostfile=hostfile, hosts=list(hosts))
     cmd = case_command(picked, out, args)
     if dry_run:
-        console.print_json(json.dumps({"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json())}))
+        plan = {"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json()), "row_file": str(out),
+                "steps": steps, "warmup": warmup, "timeout_s": timeout_s, "refit": refit}
+        if as_json:
+            print(json.dumps(plan, indent=2, default=str))
+        else:
+            _print_plan(plan, resolve_platform(hardware), parsed)
         return
     need = n // nodes  # on this machine: the first host of a hostfile runs its share
     if device != "cpu" and local < need:
@@ -203,6 +211,38 @@ def confirm(
     console.print(f"row kept in {out}")
     if report.get("refit_file"):
         console.print(f"correction refitted into {report['refit_file']} (the package's own fit is unchanged)")
+
+
+DRY_RUN_EXAMPLE = "h100x1"  # a bundled, probed machine: the plan shown by --dry-run where no GPU is found
+
+
+def _print_plan(plan: dict, platform, case) -> None:
+    """The dry run in words: what would run, for how long, what it compares, where the row goes."""
+    import shlex
+
+    from advisor.explain import describe
+
+    p = plan["predicted"]
+    n = int(plan["case"].get("gpus") or 1)
+    host = f", host {p['host_mem_gib']:.0f} GiB" if p.get("host_mem_gib") else ""
+    lines = [
+        "Dry run: nothing runs.",
+        f"It would run on {platform.id} ({n}× {platform.gpu.name}): {case.model if isinstance(case.model, str) else 'the model'} "
+        f"{case.task}, seq {case.seq_len}:",
+        f"  {describe(case)}",
+        f"  {plan['warmup']} warm-up + {plan['steps']} timed optimizer steps, random-init weights, "
+        f"{'DeepSpeed' if case.engine == 'deepspeed' else 'plain PyTorch'}; stopped after {plan['timeout_s']:.0f} s at most",
+        f"Predicted now: {p['tokens_per_s']:,.0f} tokens/s, {p['peak_mem_gib']:.1f} GiB per GPU of "
+        f"{platform.gpu.memory_gib:.0f}{host}.",
+        "It compares the measured tokens/s, peak GPU memory (torch.cuda.max_memory_allocated) and the node's host RAM "
+        "with these predictions,",
+        f"appends the row to {plan['row_file']}" + (" and refits the platform factors (advisor calibrate)." if plan["refit"] else "."),
+        f"Run it where the GPUs are: advisor confirm --hardware {platform.id} --task {case.task} --model "
+        f"{shlex.quote(case.model) if isinstance(case.model, str) else 'MODEL'} --seq-len {case.seq_len}",
+        "(--json prints the plan for machines: the case, the exact command, the prediction.)",
+    ]
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

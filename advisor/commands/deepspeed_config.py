@@ -104,7 +104,6 @@ def deepspeed_config_cmd(
     from knowledge.catalog import resolve_platform, with_host
     from knowledge.errors import AdvisorError
     from knowledge.schema import TrainCase
-    from knowledge.store import atomic_write_json, atomic_write_text
     from models.deepspeed_config import deepspeed_config
     from models.setup import check_combination
 
@@ -170,8 +169,7 @@ def deepspeed_config_cmd(
         fail(f"DeepSpeed rejects the generated config: {problem}")
     accel = out.with_name("accelerate_config.yaml")
     try:
-        atomic_write_json(out, cfg)
-        atomic_write_text(accel, hints.accelerate_config(c, n, out, c.nodes))
+        written = hints.write_configs(out, cfg, c, n, c.nodes)
         if c.nodes > 1:
             from advisor import multinode
 
@@ -182,7 +180,8 @@ def deepspeed_config_cmd(
         fail(f"cannot write --out {str(out)!r}: {e.strerror or e}")
     console.print(f"wrote {out.resolve()} ({'validated by DeepSpeed' if not problem else 'not validated'}); "
                   f"predicted {pred.peak_mem_gib:.1f} GiB per GPU of {platform.gpu.memory_gib:.0f}, {pred.tokens_per_s:,.0f} tokens/s", highlight=False, soft_wrap=True)
-    console.print(f"wrote {accel.resolve()} (accelerate, points at the JSON)", highlight=False, soft_wrap=True)
+    console.print(f"wrote {written['hf_trainer'].resolve()} (for the Hugging Face Trainer: what it sets is \"auto\")", highlight=False, soft_wrap=True)
+    console.print(f"wrote {accel.resolve()} (accelerate, points at the plain JSON)", highlight=False, soft_wrap=True)
     if c.nodes > 1:
         console.print(f"wrote {paths['hostfile'].resolve()} (placeholder host names worker-N: put your nodes' names in)", highlight=False, soft_wrap=True)
         console.print(f"launch from the first node: {lines['deepspeed']}", highlight=False, soft_wrap=True)
@@ -191,7 +190,8 @@ def deepspeed_config_cmd(
     else:
         console.print(f"launch: {hints.launch_line(c, platform, n, out)}", highlight=False, soft_wrap=True)
         console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
-    console.print(f"with Hugging Face: {'; '.join(hints.hf_usage(c, out, platform.gpu.supports_bf16))}", highlight=False, soft_wrap=True)
+    for line in hints.usage_lines(c, out, platform.gpu.supports_bf16):
+        console.print(line, highlight=False, markup=False, soft_wrap=line.startswith("      "))
 
 
 def _zeropp_fields(text: str, per_node: int) -> dict:

@@ -18,8 +18,13 @@ def predict(
 ) -> None:
     """Predict throughput, step time and peak memory for every case of a file.
 
-    Every case gets one output line, in order, as soon as it is computed: a prediction, or an error
-    line when the case cannot be handled (then the exit code is 1). A malformed file exits 2.
+    Each line of CASES is one JSON case. Required fields: id, hardware, model, task (pretrain | finetune | serve), e.g. {"id": "a", "hardware": "rtx4090x8", "model": "70b", "task": "finetune"}.
+
+    Optional, training: method, gpus, engine, zero_stage, offload, quantization, recompute, flash_attention, micro_batch_size, grad_accum, seq_len, lora_rank, lora_targets, nodes, network. Serving: batch_size, prompt_len, kv_len, output_len, weight_bits, kv_bits, weight_format, tensor_parallel, replicas, engine.
+
+    Every field with its default, and the prediction's fields: `advisor contract` (where the file is: `advisor contract --path`).
+
+    Every case gets one output line, in order, as soon as it is computed: a prediction, or an error line when the case cannot be handled (then the exit code is 1). A malformed file exits 2.
     """
     from advisor.cases import ImpossibleProfile, MalformedFile, UnknownProfile, check_plausible, load_profile_checked, read_case_text, read_cases
     from advisor.predictor import Predictor
@@ -82,5 +87,16 @@ def predict(
         raise typer.Exit(1)
 
 
+def contract(path: bool = typer.Option(False, "--path", help="Print where the contract file is, not its text.")) -> None:
+    """Print the prediction contract: every case field with its default, every prediction field."""
+    from knowledge.paths import CONTRACT
+
+    if path:
+        print(CONTRACT)
+        return
+    print(CONTRACT.read_text(encoding="utf-8"), end="")
+
+
 def register(app: typer.Typer) -> None:
     app.command("predict")(predict)
+    app.command("contract")(contract)

@@ -1,0 +1,52 @@
+"""`advisor hardware` and `advisor models` read like a catalog: public sources, whole words, whole hub ids."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from advisor import cli
+
+KNOWLEDGE = Path(__file__).resolve().parents[1] / "knowledge"
+# words of the environment the data was gathered in: they mean nothing to a user and cannot be looked up
+ENVIRONMENT_WORDS = re.compile(r"\b(lent|workplace|device tool|device machine|KINDS\.md|session|lease)\b", re.I)
+
+
+def _run(*args: str):
+    cli._register()
+    r = CliRunner().invoke(cli.app, list(args), env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def test_no_source_speaks_of_the_environment():
+    for path in sorted((KNOWLEDGE / "data").rglob("*.json")):
+        text = path.read_text()
+        assert not ENVIRONMENT_WORDS.search(text), f"{path.name}: {ENVIRONMENT_WORDS.search(text).group(0)!r}"
+    shown = _run("hardware") + _run("hardware", "--json")
+    assert not ENVIRONMENT_WORDS.search(shown)
+
+
+def test_sources_are_never_cut_mid_word():
+    text = _run("hardware")
+    cells = " ".join(line.split("│")[-2].strip() for line in text.splitlines() if line.count("│") >= 3)
+    words = set(cells.split())
+    rows = json.loads(_run("hardware", "--json"))
+    for g in rows["gpus"]:
+        for src in g["sources"].values():
+            assert "colum " not in src + " "
+    for w in ("column", "Hopper;", "datasheet"):
+        assert w in words or w.rstrip(";") in cells
+    assert not re.search(r"\bcolu?m?\b(?!n)", cells), cells
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_models_keep_hub_ids_whole_at_80_columns():
+    text = _run("models")
+    assert all(len(line) <= 80 for line in text.splitlines())
+    for r in json.loads(_run("models", "--json")):
+        hub = r["source"].split(" config.json")[0]
+        assert hub in text, hub  # on one line, unbroken

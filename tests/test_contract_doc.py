@@ -1,0 +1,48 @@
+"""The contract lives in the repository and ships with the package: `advisor contract`, `predict --help`."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from advisor import cli
+from knowledge.paths import CONTRACT
+from knowledge.schema import ServeCase, ServePrediction, TrainCase, TrainPrediction
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _app():
+    cli._register()
+    return cli.app
+
+
+def test_contract_prints_the_file_and_its_path():
+    r = CliRunner().invoke(_app(), ["contract"])
+    assert r.exit_code == 0 and r.stdout == CONTRACT.read_text(encoding="utf-8")
+    r = CliRunner().invoke(_app(), ["contract", "--path"])
+    assert r.exit_code == 0 and Path(r.stdout.strip()) == CONTRACT and CONTRACT.is_file()
+
+
+def test_every_case_and_prediction_field_is_documented():
+    text = CONTRACT.read_text(encoding="utf-8")
+    documented = set(re.findall(r"`([a-z_0-9]+)`", text))
+    skip = {"breakdown", "interval", "capacity_gib", "host_capacity_gib", "why_not_fits", "max_batch_size", "id"}
+    for model in (TrainCase, ServeCase, TrainPrediction, ServePrediction):
+        missing = [f for f in model.model_fields if f not in documented and f not in skip]
+        assert not missing, f"{model.__name__}: {missing} not in knowledge/CONTRACT.md"
+
+
+def test_the_contract_ships_as_package_data():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "CONTRACT.md" in meta["tool"]["setuptools"]["package-data"]["knowledge"]
+    assert "../shared" not in (ROOT / "README.md").read_text()
+
+
+def test_predict_help_names_the_required_fields_and_the_contract():
+    r = CliRunner().invoke(_app(), ["predict", "--help"], env={"COLUMNS": "80"})
+    flat = " ".join(r.stdout.split())
+    assert "Required fields: id, hardware, model, task" in flat and "advisor contract" in flat
