@@ -110,6 +110,13 @@ def regimes(case: TrainCase, platform: PlatformSpec) -> list[str]:
     return tags
 
 
+def traced(arch) -> bool:
+    """Is ``arch`` predicted from the trace of its own code (``advisor.traces``) rather than the hand count?"""
+    from advisor.traces import HAND_COUNTED
+
+    return arch.hf_config is not None and arch.hf_model_type not in HAND_COUNTED
+
+
 def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[str]]:
     rows, skipped = [], []
     for m in measurements:
@@ -121,6 +128,11 @@ def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[
             arch = resolve_model(case.model)
         except (AdvisorError, ValueError) as e:
             skipped.append(f"{m.source}: {e}")
+            continue
+        if traced(arch):
+            # a family outside the hand count: the trace predicts it; these rows validate the trace and stay out of
+            # the fit of the hand count's efficiencies (tests/benchmarks/families.py scores them)
+            skipped.append(f"{m.source}: {arch.hf_model_type} is traced, scored by tests/benchmarks/families.py")
             continue
         killed = bool(m.measured.error and "exit code -9" in m.measured.error)
         if m.measured.error and not m.measured.oom and m.measured.failure not in ("device_oom", "host_oom") and not killed:

@@ -25,8 +25,21 @@ BUNDLED_TRACES = BUNDLED / "data" / "traces"
 HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
 
 
-def variant_for(case: TrainCase) -> TraceVariant:
-    """What the trace of ``case`` must run: what trains, the attention kernel, recomputation, the weights' dtype."""
+def sliding_window(config: dict[str, Any]) -> int | None:
+    """The attention window some layer uses, as transformers reads the config (None: every layer sees it all)."""
+    from probes.hf_model import config_from_dict
+
+    cfg = config_from_dict(config, 1)
+    window = getattr(cfg, "sliding_window", None)
+    types = getattr(cfg, "layer_types", None) or []
+    if not isinstance(window, int) or window <= 0:
+        return None
+    return window if not types or any("sliding" in t for t in config.get("layer_types") or types) else None
+
+
+def variant_for(case: TrainCase, window: int | None = None) -> TraceVariant:
+    """What the trace of ``case`` must run: what trains, the attention kernel, recomputation, the weights' dtype, and
+    past a sliding ``window`` lengths beyond it (a real run then builds the window's mask and leaves FlashAttention)."""
     adapters = case.method in ("lora", "qlora")
     if adapters:
         trains = "adapters"
@@ -39,6 +52,7 @@ def variant_for(case: TrainCase) -> TraceVariant:
         trains=trains, lora_targets=targets if isinstance(targets, str) else sorted(targets),
         lora_rank=case.lora_rank if adapters else 0, attention="sdpa" if case.flash_attention else "eager",
         recompute=case.recompute, fp32_weights=case.engine == "pytorch" and trains == "all",
+        min_seq=window if window and case.seq_len > window else 0,
     )
 
 
@@ -59,6 +73,7 @@ class TraceBook:
     def __init__(self, on_trace: Callable[[str], None] | None = None) -> None:
         self._kept: dict[tuple[str, str], ArchTrace] = {}
         self._files: dict[Path, dict[str, Any]] = {}
+        self._windows: dict[str, int | None] = {}
         self.on_trace = on_trace  # told before a trace runs (a progress line for the CLI)
 
     def _file(self, path: Path) -> dict[str, Any]:
@@ -75,7 +90,10 @@ class TraceBook:
         from probes.trace import config_hash
 
         config = config_dict(arch)
-        h, v = config_hash(config), variant_for(case)
+        h = config_hash(config)
+        if h not in self._windows:
+            self._windows[h] = sliding_window(config)
+        v = variant_for(case, self._windows[h])
         key = (h, v.key)
         if key in self._kept:
             return self._kept[key]

@@ -32,6 +32,8 @@ class Efficiencies(BaseModel):
     memory_eff: float = _p(0.7, "prior: elementwise kernels reach ~70% of HBM bandwidth", 0.05, 1)
     trace_dram_fraction: float = _p(0.53, "derived: of the bytes the traced memory-bound kernels of Llama-2-7B read and write (789 kB per token per layer forward), the hand count v2 was fitted with moved 421 kB through HBM: a layer's small tensors stay in L2", 0.05, 1)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
+    masked_attention_factor: float = _p(0.5, "prior: with an explicit mask (a sliding window) PyTorch's SDPA runs the memory-efficient kernel, about half FlashAttention-2's rate (Dao 2023, FlashAttention-2, figs. 4-6: 1.7-3x over xformers' cutlass kernel)", 0.05, 1)
+    extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
     deepspeed_dispatch_factor: float = _p(1.2, "prior: DeepSpeed's engine wraps every module call (hooks, its own autocast, bookkeeping): CPU cost per kernel over plain PyTorch", 0.5, 5)

@@ -133,9 +133,9 @@ class ModelArch(Strict):
 
     @model_validator(mode="after")
     def _decoder(self) -> "ModelArch":
-        if self.hf_config is None and self.hf_model_type not in ("llama", "mistral", "mixtral", "qwen2"):
-            raise ValueError(f"model_type {self.hf_model_type!r} needs its config.json (hf_config); inline "
-                             f"architectures are Llama-style (llama, mistral, mixtral, qwen2)")
+        if self.hf_config is None and self.hf_model_type not in DECODER_MODEL_TYPES:
+            raise ValueError(f"model_type {self.hf_model_type!r} needs its config.json; inline architectures are "
+                             f"decoders the Llama count describes: {', '.join(sorted(DECODER_MODEL_TYPES))}")
         return self
 
     @property

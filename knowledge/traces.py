@@ -55,11 +55,14 @@ class Part(Strict):
     gemms: list[Gemm] = []
     attention_flops_fwd: Poly = Poly()
     attention_flops_bwd: Poly = Poly()
+    masked_attention_flops_fwd: Poly = Poly()  # of the above, calls given an explicit mask (a sliding window's):
+    masked_attention_flops_bwd: Poly = Poly()  # on a GPU they run the memory-efficient kernel, not FlashAttention
     attention_calls: float = 0.0
     other_bytes_fwd: Poly = Poly()  # memory-bound kernels: norms, upcasts, RoPE, activations, residuals, loss
     other_bytes_bwd: Poly = Poly()
     kernels_fwd: float = 0.0  # kernels launched (view ops excluded)
     kernels_bwd: float = 0.0
+    adapter_kernels_fwd: float = 0.0  # of kernels_fwd, those launched inside PEFT's LoRA modules
     saved_bytes: Poly = Poly()  # activations alive when forward ends (what autograd keeps, loss buffers)
 
 
@@ -72,12 +75,13 @@ class TraceVariant(Strict):
     attention: Literal["sdpa", "eager"] = "sdpa"
     recompute: bool = False
     fp32_weights: bool = False  # plain PyTorch full training: fp32 weights under bf16 autocast
+    min_seq: int = 0  # traced lengths start here: past a sliding window the mask (and the kernel) change
 
     @property
     def key(self) -> str:
         targets = self.lora_targets if isinstance(self.lora_targets, str) else ",".join(sorted(self.lora_targets))
         return (f"{self.trains}|{targets}|r{self.lora_rank}|{self.attention}|rc{int(self.recompute)}"
-                f"|fp32{int(self.fp32_weights)}")
+                f"|fp32{int(self.fp32_weights)}" + (f"|s>{self.min_seq}" if self.min_seq else ""))
 
 
 class ParamTrace(Strict):
@@ -105,6 +109,7 @@ class ArchTrace(Strict):
     rest: Part
     peak_extra_bytes: Poly  # peak of activations + temporaries above ``saved_bytes`` (loss backward, a layer's backward)
     params: ParamTrace
+    attention_used: Literal["sdpa", "eager"] = "sdpa"  # what the model ran: a family without SDPA runs eager
     versions: dict[str, str] = {}
     seconds: float = Field(default=0.0, ge=0)
 
@@ -120,8 +125,9 @@ class ArchTrace(Strict):
             if calls > 1e-9:
                 flops = g.flops.plus(lg.flops, -k) if lg else g.flops
                 gemms.append(g.model_copy(update={"calls": calls, "flops": flops}))
-        polys = ("attention_flops_fwd", "attention_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
-        counts = ("attention_calls", "kernels_fwd", "kernels_bwd")
+        polys = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
+                 "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
+        counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
         return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in polys},
                     **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in counts})
 

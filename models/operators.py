@@ -97,13 +97,19 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
                     "lora" if a else "matmul", d["flops"], d["bytes"], d["fwd"], per_layer, d["bwd"])
            for (k, nn, q, a), d in sorted(shapes.items())]
     att_f, att_b = part.attention_flops_fwd.at(b, n), part.attention_flops_bwd.at(b, n)
+    fused = case.flash_attention and s.trace is not None and s.trace.attention_used == "sdpa"
     if att_f > 0:
-        if case.flash_attention:
+        if fused:
             rate = c.matmul_flops * eff.attention_eff
+            masked_f = max(part.masked_attention_flops_fwd.at(b, n), 0.0)
+            masked_b = max(part.masked_attention_flops_bwd.at(b, n), 0.0)
+            slow = 1.0 / eff.masked_attention_factor - 1.0  # the masked share runs the slower kernel
+            t_f, t_b = (att_f + slow * masked_f) / rate, (att_b + slow * masked_b) / rate
         else:  # eager: the score products are batched GEMMs over s x s tiles
             rate = c.matmul_flops * gemm_efficiency(T, eff)
-        ops.append(Operator("attention (fused)" if case.flash_attention else "attention QKᵀ, AV (eager)", "attention",
-                            att_f, 0.0, att_f / rate, per_layer, att_b / rate))
+            t_f, t_b = att_f / rate, att_b / rate
+        ops.append(Operator("attention (fused)" if fused else "attention QKᵀ, AV (eager)", "attention",
+                            att_f, 0.0, t_f, per_layer, t_b))
     ew_f = max(part.other_bytes_fwd.at(b, n), 0.0) * eff.trace_dram_fraction
     ew_b = max(part.other_bytes_bwd.at(b, n), 0.0) * eff.trace_dram_fraction
     ops.append(Operator(ELEMENTWISE_NAME if per_layer else "LM head's loss and the rest", "elementwise", 0.0, ew_f,

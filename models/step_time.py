@@ -68,13 +68,20 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     fwd = a.num_hidden_layers * sum(op.time_s for op in layer)
     bwd = a.num_hidden_layers * sum(op.backward_s for op in layer)
     quant_linears = _quantized_linears_per_layer(s) * (case.quantization != "none")
-    if s.trace is not None:  # kernels the model's own code launched (adapters' included), per layer and the rest
+    eager = not case.flash_attention or (s.trace is not None and s.trace.attention_used == "eager")
+    hand_layer = KERNELS_PER_LAYER_FWD + (KERNELS_EAGER_ATTENTION if eager else 0)
+    if s.trace is not None:
+        # CPU time in units of the fitted per-Llama-kernel cost: a Llama layer's kernels (what kernel_time_s was fitted
+        # on, its modules' Python included) and, for each kernel the model's own layer launches beyond them (q/k norms,
+        # soft-capping, routers), the bare dispatch of a small op; an adapter costs what the fit learned per PEFT module
         t = s.trace
-        per_layer = t.layer.kernels_fwd
-        rest = t.head().kernels_fwd
+        base = t.layer.kernels_fwd - t.layer.adapter_kernels_fwd
+        extra = max(base - hand_layer, 0.0) * eff.extra_kernel_s / eff.kernel_time_s
+        per_layer = min(base, hand_layer) + extra + eff.lora_kernels_per_target * s.adapted_modules_per_layer
+        head = t.head().kernels_fwd
+        rest = min(head, KERNELS_HEAD) + max(head - KERNELS_HEAD, 0.0) * eff.extra_kernel_s / eff.kernel_time_s
     else:
-        per_layer = KERNELS_PER_LAYER_FWD + (0 if case.flash_attention else KERNELS_EAGER_ATTENTION)
-        per_layer += eff.lora_kernels_per_target * s.adapted_modules_per_layer
+        per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         rest = KERNELS_HEAD
     kernels = (per_layer + KERNELS_PER_QUANT_LINEAR * quant_linears) * a.num_hidden_layers
     if not layers_only:

@@ -67,9 +67,12 @@ class _Counter:
         self.weight_shapes = weight_shapes  # {in, out} -> (quantizable, adapter)
         self.gemms: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # flops, calls, token rows
         self.attn_flops = {"fwd": 0.0, "bwd": 0.0}
+        self.masked_flops = {"fwd": 0.0, "bwd": 0.0}
         self.attn_calls = 0.0
         self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
         self.kernels = {"fwd": 0.0, "bwd": 0.0}
+        self.adapter_kernels = 0.0
+        self.in_adapter = 0  # > 0 while a LoRA module's forward runs
         self.live = 0.0
         self.peak = 0.0
         self._refs: dict[int, Any] = {}
@@ -119,16 +122,18 @@ class _Counter:
         g[2] += rows
 
 
-def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> float:
-    """FLOPs of a fused attention call from its query/key/value shapes (half of the square when causal)."""
+def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> tuple[float, bool]:
+    """(FLOPs of a fused attention call from its query/key/value shapes, half the square when causal; whether it
+    was given an explicit mask)."""
     names = [a.name for a in func._schema.arguments]
     values = dict(zip(names, args)) | kwargs
     q, k, v = values.get("query"), values.get("key"), values.get("value")
     if q is None or k is None or v is None:
-        return 0.0
+        return 0.0, False
     b_h = q.numel() // (q.shape[-2] * q.shape[-1])
     full = 2.0 * b_h * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-    return full / 2 if values.get("is_causal") else full
+    masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None
+    return (full / 2 if values.get("is_causal") else full), masked
 
 
 def _mode(c: _Counter) -> Any:
@@ -146,16 +151,21 @@ def _mode(c: _Counter) -> Any:
             for t in outs:
                 c.track(t)
             c.kernels[c.phase] += 1
+            c.adapter_kernels += c.in_adapter > 0 and c.phase == "fwd"
             if name in GEMM_OPS:
                 c.gemm(name, args)
             elif "scaled_dot_product" in name:
-                flops = _sdpa_flops(func, args, kwargs)
-                c.attn_flops[c.phase] += flops * (ATTENTION_BACKWARD if name.endswith("_backward") else 1.0)
+                flops, masked = _sdpa_flops(func, args, kwargs)
+                flops *= ATTENTION_BACKWARD if name.endswith("_backward") else 1.0
+                c.attn_flops[c.phase] += flops
+                c.masked_flops[c.phase] += flops * masked
                 c.attn_calls += c.phase == "fwd"
             else:
                 ins = [a for a in args if hasattr(a, "untyped_storage")]
                 ins += [a for x in args if isinstance(x, (list, tuple)) for a in x if hasattr(a, "untyped_storage")]
-                c.other_bytes[c.phase] += sum(t.numel() * t.element_size() for t in ins + outs)
+                # a broadcast (stride-0) input is read once: never count more than its storage holds
+                c.other_bytes[c.phase] += sum(min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
+                                              for t in ins + outs)
             return out
 
     return Mode()
@@ -247,6 +257,11 @@ def _as_on_a_gpu() -> Iterator[None]:
         mu.find_packed_sequence_indices = old
 
 
+def seqs(v: TraceVariant) -> tuple[int, ...]:
+    """The three traced lengths: past the variant's ``min_seq`` (a sliding window) when it has one."""
+    return tuple(v.min_seq + s for s in SEQS)
+
+
 def _run(model: Any, fake: Any, v: TraceVariant, seq: int, vocab: int) -> dict[str, Any]:
     import torch
 
@@ -255,6 +270,14 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int, vocab: int) -> dict[s
     c = _Counter(keys, _weight_shapes(model), {tuple(p.shape) for p in params if p.requires_grad})
     c.tokens = seq
     hooks = [p.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", None)) for p in params if p.requires_grad]
+    def shift(d: int) -> Any:
+        return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
+
+    for mod in model.modules():  # kernels of PEFT's LoRA wrappers beyond their base layer's, told apart
+        base = getattr(mod, "base_layer", None)
+        if base is not None and hasattr(mod, "lora_A"):
+            hooks += [mod.register_forward_pre_hook(shift(1)), mod.register_forward_hook(shift(-1)),
+                      base.register_forward_pre_hook(shift(-1)), base.register_forward_hook(shift(1))]
     amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.fp32_weights else contextlib.nullcontext()
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
@@ -270,34 +293,41 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int, vocab: int) -> dict[s
     return {"c": c, "saved": saved, "peak": c.peak}
 
 
-def _poly(values: list[float]) -> Poly:
+def _poly(values: list[float], lengths: tuple[int, ...] = SEQS) -> Poly:
     """Exact c0 + c1·s + c2·s² through the three traced lengths (batch 1)."""
     import numpy as np
 
-    s = np.array(SEQS, dtype=float)
+    s = np.array(lengths, dtype=float)
     c2, c1, c0 = np.polyfit(s, np.array(values, dtype=float), 2)
     clean = lambda x, scale: 0.0 if abs(x) * scale < 1e-6 * max(1.0, max(abs(y) for y in values)) else float(x)  # noqa: E731
     return Poly(const=clean(c0, 1), per_token=clean(c1, s[-1]), per_token_seq=clean(c2, s[-1] ** 2))
 
 
-def _part(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[str, Any]:
     """Polynomials of one cut over the three lengths."""
     cs = [r["c"] for r in runs]
+
+    def fit(values: list[float]) -> Poly:
+        return _poly(values, lengths)
+
     gemms = {}
     for key in set().union(*(c.gemms for c in cs)):
         rows = [c.gemms[key][2] for c in cs]
-        gemms[key] = (_poly([c.gemms[key][0] for c in cs]), cs[0].gemms[key][1], rows[-1] / SEQS[-1])
+        gemms[key] = (fit([c.gemms[key][0] for c in cs]), cs[0].gemms[key][1], rows[-1] / lengths[-1])
     return {
         "gemms": gemms,
-        "attention_flops_fwd": _poly([c.attn_flops["fwd"] for c in cs]),
-        "attention_flops_bwd": _poly([c.attn_flops["bwd"] for c in cs]),
+        "attention_flops_fwd": fit([c.attn_flops["fwd"] for c in cs]),
+        "attention_flops_bwd": fit([c.attn_flops["bwd"] for c in cs]),
+        "masked_attention_flops_fwd": fit([c.masked_flops["fwd"] for c in cs]),
+        "masked_attention_flops_bwd": fit([c.masked_flops["bwd"] for c in cs]),
         "attention_calls": cs[0].attn_calls,
-        "other_bytes_fwd": _poly([c.other_bytes["fwd"] for c in cs]),
-        "other_bytes_bwd": _poly([c.other_bytes["bwd"] for c in cs]),
+        "other_bytes_fwd": fit([c.other_bytes["fwd"] for c in cs]),
+        "other_bytes_bwd": fit([c.other_bytes["bwd"] for c in cs]),
         "kernels_fwd": cs[0].kernels["fwd"],
         "kernels_bwd": cs[0].kernels["bwd"],
-        "saved_bytes": _poly([r["saved"] for r in runs]),
-        "peak_extra": _poly([r["peak"] - r["saved"] for r in runs]),
+        "adapter_kernels_fwd": cs[0].adapter_kernels,
+        "saved_bytes": fit([r["saved"] for r in runs]),
+        "peak_extra": fit([r["peak"] - r["saved"] for r in runs]),
     }
 
 
@@ -312,8 +342,9 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
         if cb > ca:
             gemms.append(Gemm(phase=phase, k=k, n=n, calls=(cb - ca) * inv, rows_per_token=(rb - ra) / (cb - ca),
                               flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter))
-    fields = ("attention_flops_fwd", "attention_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
-    counts = ("attention_calls", "kernels_fwd", "kernels_bwd")
+    fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
+              "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
+    counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in fields},
                 **{f: (b[f] - a[f]) * inv for f in counts})
 
@@ -322,8 +353,9 @@ def _whole_part(a: dict[str, Any]) -> Part:
     """The base cut as it ran: embedding, its layers, final norm, LM head and loss."""
     gemms = [Gemm(phase=k[0], k=k[1], n=k[2], calls=c, rows_per_token=r / c, flops=f, quantizable=k[3], adapter=k[4])
              for k, (f, c, r) in sorted(a["gemms"].items())]
-    fields = ("attention_flops_fwd", "attention_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "saved_bytes",
-              "attention_calls", "kernels_fwd", "kernels_bwd")
+    fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
+              "other_bytes_fwd", "other_bytes_bwd", "saved_bytes",
+              "attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: a[f] for f in fields})
 
 
@@ -379,14 +411,15 @@ def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     cuts, params = [], []
     for n in (base, base + p):
         model, fake = _build(config, n, variant)
+        used = model.config._attn_implementation
         try:
-            runs = [_run(model, fake, variant, s, int(config["vocab_size"])) for s in SEQS]
+            runs = [_run(model, fake, variant, s, int(config["vocab_size"])) for s in seqs(variant)]
         except AdvisorError:
             raise
         except Exception as e:  # the model's code did something fake tensors cannot follow
             raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
                                f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
-        cuts.append(_part(runs))
+        cuts.append(_part(runs, seqs(variant)))
         params.append(_params(model, variant))
     a, b = cuts
     pa, pb = params
@@ -396,10 +429,12 @@ def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     def whole(k: str) -> int:
         return int(round(pa[k] + extra * per_layer[k]))
 
-    peak = b["peak_extra"] if b["peak_extra"].at(1, SEQS[-1]) >= a["peak_extra"].at(1, SEQS[-1]) else a["peak_extra"]
+    s_top = seqs(variant)[-1]
+    peak = b["peak_extra"] if b["peak_extra"].at(1, s_top) >= a["peak_extra"].at(1, s_top) else a["peak_extra"]
     return ArchTrace(
         config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,
         rest_layers=base, layer=_layer_part(a, b, p), rest=_whole_part(a), peak_extra_bytes=peak,
+        attention_used="eager" if used == "eager" else "sdpa",
         params=ParamTrace(total=whole("total"), embedding=int(pa["embedding"]), lm_head=int(pa["lm_head"]),
                           quantizable=whole("quantizable"), largest=int(max(pa["largest"], pb["largest"])),
                           trainable=whole("trainable"), adapter=whole("adapter"),

@@ -147,6 +147,9 @@ DEVICE = re.compile(r"^needs (?P<need>[0-9.]+) GiB per GPU, (?P<usable>[0-9.]+) 
 HOST = re.compile(r"^needs (?P<need>[0-9]+) GiB of host RAM, (?P<usable>[0-9]+) GiB usable on the node$")
 
 
+CLOSE = re.compile(r"too close to the limit: \d+% of usable (GPU memory|host RAM), P\(OOM\) (?P<p>\d+)% > 5%$")
+
+
 def check_fits(p, platform, usable: float, host_ok: bool, printed: bool = False) -> None:
     """``fits`` is the comparison of the memory needed (``required_gib``, else the peak) with the usable memory; with ``printed``, the
     message's numbers are also the ones decided on and read as "does not fit"."""
@@ -154,9 +157,17 @@ def check_fits(p, platform, usable: float, host_ok: bool, printed: bool = False)
     # serving's verdict holds the prefill's transients twice (required_gib); training's compares the peak
     need = getattr(p, "required_gib", None) or p.peak_mem_gib
     assert need >= p.peak_mem_gib
-    assert p.fits == (need <= usable and host_ok), (need, usable, host_ok, p.why_not_fits)
+    # training also needs P(OOM) <= 5% (models.oom): a peak at 99% of the GPU is not called safe
+    p_ok = getattr(p, "p_oom", None) is None or p.p_oom <= 0.05
+    assert p.fits == (need <= usable and host_ok and p_ok), (need, usable, host_ok, p.why_not_fits)
     assert (p.why_not_fits is None) == p.fits
+    if getattr(p, "p_oom", None) is not None and not (need <= usable and host_ok):
+        assert p.p_oom >= 0.5, (p.p_oom, need, usable)  # over the limit: more likely to crash than not
     if p.fits or not printed:
+        return
+    close = CLOSE.match(p.why_not_fits)
+    if close:  # under the limit but within the memory model's error of it
+        assert need <= usable and host_ok and not p_ok and float(close["p"]) >= 5, p.why_not_fits
         return
     m = DEVICE.match(p.why_not_fits)
     if m:  # the numbers printed are the numbers decided on, and say "does not fit" to a reader

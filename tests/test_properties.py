@@ -113,7 +113,8 @@ def test_fits_agrees_with_peak_and_capacity(f):
     usable = platform.gpu.memory_gib - efficiencies_for(platform, PREDICTOR.efficiencies).reserved_gib
     host_ok = (p.host_mem_gib or 0.0) <= 0.9 * platform.host.host_ram_gib
     assert p.capacity_gib == platform.gpu.memory_gib
-    assert p.fits == (p.peak_mem_gib <= usable and host_ok), (p.peak_mem_gib, usable, p.host_mem_gib)
+    p_ok = p.p_oom is not None and p.p_oom <= 0.05  # fits also needs P(OOM) <= 5% (models.oom)
+    assert p.fits == (p.peak_mem_gib <= usable and host_ok and p_ok), (p.peak_mem_gib, usable, p.host_mem_gib, p.p_oom)
     assert (p.why_not_fits is None) == p.fits
 
 
