@@ -293,7 +293,39 @@ def _families(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-families": lambda: _families("h100x1", "h100f", 1),
+def _families_validation(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Architectures and shapes the trace's physics was not shaped on (q/k-norm 4B, a 14B with fused projections,
+    64-expert MoE, Gemma-3's 5:1 sliding pattern), predicted and stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = {k: CONFIGS + f + ".json" for k, f in (("q4", "qwen3-4b"), ("phim", "phi-3-medium-4k"), ("olmoe", "olmoe-1b-7b"),
+                                               ("g3", "gemma-3-1b"), ("g2", "gemma-2-2b"), ("dsv2", "deepseek-v2-lite"),
+                                               ("moe", "qwen1.5-moe-a2.7b"), ("q2", "qwen3-1.7b"))}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("q4-lora-pt-mb4-s2048", "q4", "finetune", method="lora", **pt, micro_batch_size=4),
+        c("phim-lora-all-pt-rc-mb1-s2048", "phim", "finetune", method="lora", **pt, lora_targets="all-linear", recompute=True),
+        c("olmoe-lora-pt-mb4-s2048", "olmoe", "finetune", method="lora", **pt, micro_batch_size=4),
+        c("g3-full-pt-mb4-s4096", "g3", "pretrain", **pt, micro_batch_size=4, seq_len=4096),
+        c("phim-qlora-pt-mb2-s4096", "phim", "finetune", method="qlora", **pt, micro_batch_size=2, seq_len=4096),
+        c("dsv2-lora-own-pt-mb1-s1024", "dsv2", "finetune", method="lora", **pt, seq_len=1024,
+          lora_targets=["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]),
+        c("q2-full-pt-mb2-s8192", "q2", "pretrain", **pt, micro_batch_size=2, seq_len=8192),
+        c("g2-lora-pt-rc-mb4-s8192", "g2", "finetune", method="lora", **pt, recompute=True, micro_batch_size=4, seq_len=8192),
+        c("olmoe-lora-ds-z2-mb2-s4096", "olmoe", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=2,
+          seq_len=4096),
+        c("q4-full-ds-z1-mb2-s2048", "q4", "pretrain", **ds, zero_stage=1, micro_batch_size=2),
+        c("moe-qlora-pt-mb1-s4096", "moe", "finetune", method="qlora", **pt, seq_len=4096),
+        c("g3-lora-ds-z0-mb8-s2048", "g3", "finetune", method="lora", **ds, micro_batch_size=8),
+        c("q4-full-ds-z2-offopt-mb4-s2048", "q4", "pretrain", **ds, zero_stage=2, offload="optimizer", micro_batch_size=4,
+          **_OFF),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
+                         "h100-families": lambda: _families("h100x1", "h100f", 1),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
 
