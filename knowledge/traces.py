@@ -47,6 +47,7 @@ class Gemm(Strict):
     flops: Poly
     quantizable: bool  # a frozen or trained decoder projection that weight quantization would replace
     adapter: bool = False  # a LoRA matrix
+    grouped: bool = False  # routed experts' grouped GEMM: each expert's tile sees rows_per_token x tokens rows
 
 
 class Part(Strict):
@@ -117,10 +118,10 @@ class ArchTrace(Strict):
         """Everything but the decoder layers: embedding, final norm, LM head, loss (and a dense prefix beyond the
         pattern's average): the base cut less its layers."""
         r, k = self.rest, float(self.rest_layers)
-        layer = {(g.phase, g.k, g.n, g.quantizable, g.adapter): g for g in self.layer.gemms}
+        layer = {(g.phase, g.k, g.n, g.quantizable, g.adapter, g.grouped): g for g in self.layer.gemms}
         gemms = []
         for g in r.gemms:
-            lg = layer.get((g.phase, g.k, g.n, g.quantizable, g.adapter))
+            lg = layer.get((g.phase, g.k, g.n, g.quantizable, g.adapter, g.grouped))
             calls = g.calls - (k * lg.calls if lg else 0.0)
             if calls > 1e-9:
                 flops = g.flops.plus(lg.flops, -k) if lg else g.flops

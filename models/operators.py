@@ -76,7 +76,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     w_bytes = QUANT_BYTES[case.quantization]
     shapes: dict[tuple, dict[str, float]] = {}
     for g in part.gemms:
-        key = (g.k, g.n, g.quantizable, g.adapter)
+        key = (g.k, g.n, g.quantizable, g.adapter, g.grouped)
         d = shapes.setdefault(key, {"fwd": 0.0, "bwd": 0.0, "flops": 0.0, "bytes": 0.0})
         rows = max(g.rows_per_token * T, 1.0)
         flops = g.flops.at(b, n)
@@ -93,9 +93,10 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
         if g.phase == "fwd":
             d["flops"] += flops
             d["bytes"] += nbytes
-    ops = [Operator(f"{'LoRA ' if a else ''}{k}x{nn}{' (quantized)' if q and case.quantization != 'none' else ''}",
+    ops = [Operator(f"{'LoRA ' if a else ''}{k}x{nn}{' experts' if e else ''}"
+                    f"{' (quantized)' if q and case.quantization != 'none' else ''}",
                     "lora" if a else "matmul", d["flops"], d["bytes"], d["fwd"], per_layer, d["bwd"])
-           for (k, nn, q, a), d in sorted(shapes.items())]
+           for (k, nn, q, a, e), d in sorted(shapes.items())]
     att_f, att_b = part.attention_flops_fwd.at(b, n), part.attention_flops_bwd.at(b, n)
     fused = case.flash_attention and s.trace is not None and s.trace.attention_used == "sdpa"
     if att_f > 0:

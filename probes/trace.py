@@ -100,8 +100,11 @@ class _Counter:
         a, b = (tensors[-2], tensors[-1]) if name in ("addmm", "baddbmm") else (tensors[0], tensors[1])
         m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
         batch = a.numel() // (m * k) if a.dim() > 2 else 1
-        if name == "_grouped_mm":
+        groups = 1
+        if name == "_grouped_mm":  # routed experts: one kernel, one GEMM tile per expert over its share of tokens
             batch, m = 1, a.shape[0] if a.dim() == 2 else a.shape[0] * a.shape[1]
+            offs = next((x for x in args[2:] if hasattr(x, "shape")), None)
+            groups = int(offs.shape[0]) if offs is not None else (b.shape[0] if b.dim() == 3 else 1)
         flops = 2.0 * batch * m * k * n
         dims = {"m": m, "k": k, "n": n}
         key = None
@@ -109,8 +112,8 @@ class _Counter:
             shape = frozenset((dims[x], dims[y]))
             if shape in self.weight_shapes and dims[tok] not in (dims[x], dims[y]):
                 quant, adapter = self.weight_shapes[shape]
-                key = (self.phase, *sorted((dims[x], dims[y])), quant, adapter)
-                rows = dims[tok] * batch
+                key = (self.phase, *sorted((dims[x], dims[y])), quant, adapter, groups > 1)
+                rows = dims[tok] * batch / groups  # token rows each expert's product sees
                 break
         if key is None:  # no weight on either side: attention's products (eager) or a router's
             self.attn_flops[self.phase] += flops
@@ -336,12 +339,13 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
     inv = 1.0 / p
     gemms = []
     for key in sorted(set(a["gemms"]) | set(b["gemms"])):
-        phase, k, n, quant, adapter = key
+        phase, k, n, quant, adapter, grouped = key
         fa, ca, ra = a["gemms"].get(key, (Poly(), 0.0, 0.0))
         fb, cb, rb = b["gemms"].get(key, (Poly(), 0.0, 0.0))
         if cb > ca:
             gemms.append(Gemm(phase=phase, k=k, n=n, calls=(cb - ca) * inv, rows_per_token=(rb - ra) / (cb - ca),
-                              flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter))
+                              flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter,
+                              grouped=grouped))
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
               "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
     counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
@@ -351,7 +355,8 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
 
 def _whole_part(a: dict[str, Any]) -> Part:
     """The base cut as it ran: embedding, its layers, final norm, LM head and loss."""
-    gemms = [Gemm(phase=k[0], k=k[1], n=k[2], calls=c, rows_per_token=r / c, flops=f, quantizable=k[3], adapter=k[4])
+    gemms = [Gemm(phase=k[0], k=k[1], n=k[2], calls=c, rows_per_token=r / c, flops=f, quantizable=k[3], adapter=k[4],
+                  grouped=k[5])
              for k, (f, c, r) in sorted(a["gemms"].items())]
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
               "other_bytes_fwd", "other_bytes_bwd", "saved_bytes",
