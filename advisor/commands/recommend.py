@@ -98,6 +98,9 @@ def recommend(
     for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--rate", rate)):
         if value is not None and value <= 0:
             fail(f"{flag} must be a positive number, got {value:g}", code=2)
+    if engine is not None and not engine.strip():
+        fail("--engine '' names no engine: leave --engine out for the default, or name one "
+             f"({'vllm, sglang, trtllm' if task == Task.serve else 'deepspeed, pytorch'})", code=2)
     if task == Task.serve:
         serve_engine, formats = _serve_choices(engine, weight_format)
     elif weight_format or rate is not None:
