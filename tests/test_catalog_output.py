@@ -60,3 +60,14 @@ def test_compare_default_grid_has_no_column_all_past_the_context():
         m = serving_comparison("a100x1", "h20x1", "llama2-13b", phase, [1, 4, 16], seqs, default_seqs=True)
         for j in range(len(m["seq_lens"])):
             assert not all(row[j] for row in m["beyond"]), (phase, m["seq_lens"][j])
+
+
+def test_a_case_that_does_not_fit_shows_what_it_would_need_not_a_throughput(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "big", "hardware": "rtx4090x1", "model": "70b", "task": "pretrain"}) + "\n")
+    cli._register()
+    r = CliRunner().invoke(cli.app, ["predict", "--cases", str(cases)], env={"COLUMNS": "80"})
+    flat = " ".join(r.stdout.split())
+    assert "does not fit: would need 1,414 GiB per GPU" in flat or re.search(r"would need [\d,]+ GiB per GPU", flat)
+    row = next(line for line in r.stdout.splitlines() if "big" in line)
+    assert row.split("│")[2].strip() == "-"  # the tokens/s cell
