@@ -145,7 +145,7 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
         platform = platform_from_spec(hardware)
         _check_gpus(gpus_used, platform.count, nodes, repr(platform.id))
         return platform
-    hardware = hardware.strip()  # ' h100x8 ' pasted with its spaces is still h100x8
+    hardware = hardware.strip(" \t")  # ' h100x8 ' pasted with its spaces is still h100x8 (a newline is not a space)
     if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200:
         shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
         raise AdvisorError(f"hardware {shown} is not a platform id: ASCII letters and digits such as h100x8, a800x8, rtx3090x8-pcie")
