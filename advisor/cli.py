@@ -86,6 +86,23 @@ def _given(e: Exception, args: list[str]) -> str:
     return ""
 
 
+def _flag_type_hidden() -> None:
+    """Help lists a flag without a type (`--json`, not `--json <bool>`): a flag takes no value."""
+    from typer.core import TyperOption
+
+    original = TyperOption.display_type_rich
+    if getattr(original, "_advisor", False):
+        return
+
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+        return None if getattr(self, "is_flag", False) else original(self, ctx)
+
+    display_type_rich._advisor = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flag_type_hidden()
+
 app = typer.Typer(
     name="advisor",
     cls=OneLineErrors,

@@ -61,3 +61,10 @@ def test_an_unknown_hub_id_offline_fails_fast(tmp_path, monkeypatch):
     took = time.perf_counter() - t0
     assert r.exit_code == 1 and "cannot be reached" in r.stderr, r.output
     assert took < 3.0, took  # ~0.8 s: the reachability check is bounded, transformers is not even imported
+
+
+def test_help_shows_no_type_for_flags_and_describes_lora_rank():
+    r = run("recommend", "--help")
+    assert r.exit_code == 0 and "<bool>" not in r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if "--lora-rank" in ln)
+    assert "LoRA / QLoRA adapter" in line

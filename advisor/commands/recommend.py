@@ -70,7 +70,7 @@ def recommend(
     trials: Optional[int] = typer.Option(None, "--trials", min=1, max=MAX_TRIALS, help="Trials (default: the whole space, or 200 for TPE)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Sampler seed: same inputs, same answer."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Training: deepspeed (default), pytorch, or both (comma-separated). Serve: vllm (default), sglang or trtllm: the engine named in the table and launch line."),
-    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16, help="LoRA / QLoRA adapter rank r (PEFT's LoraConfig(r=...)); at most the model's hidden size."),
     prompt_len: int = typer.Option(512, "--prompt-len", min=1, max=MAX_TOKENS, help="serve: prompt tokens."),
     output_len: int = typer.Option(256, "--output-len", min=1, max=MAX_TOKENS, help="serve: generated tokens."),
     max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, max=MAX_MS, help="serve: limit on the mean time per output token, ms. TPOT = (request latency - TTFT) / (output tokens - 1), as vLLM's benchmark_serving defines it."),
