@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from knowledge.errors import AdvisorError
-from knowledge.schema import Case, ModelArch, PlatformSpec, Profile, ServeCase, TrainCase
+from knowledge.schema import SCHEMA_VERSION, Case, ModelArch, PlatformSpec, Profile, ServeCase, TrainCase
 from knowledge.store import InputFileError, read_bounded_text
 
 MAX_CASE_FILE_BYTES = 16 << 20  # about 80,000 cases
@@ -223,6 +223,9 @@ def load_profile_checked(name: str | Path) -> Profile:
         raise AdvisorError(f"profile {_short(str(path))} is not a valid profile ({where}: {msg})") from None
     except (RecursionError, ValueError) as e:
         raise AdvisorError(f"profile {_short(str(path))} is not a valid profile ({type(e).__name__})") from None
+    if profile.schema_version != SCHEMA_VERSION:  # a profile of another version means other fields: never guess
+        raise AdvisorError(f"profile {_short(str(path))} has schema_version {profile.schema_version}; this advisor "
+                           f"reads version {SCHEMA_VERSION}: run `advisor probe` again with this version")
     matched = match_gpu(profile.gpu_name)
     if profile.gpu_id is None and matched is None:
         raise ImpossibleProfile(f"profile {_short(str(path))} was measured on {_short(profile.gpu_name)}, which is no catalog GPU "

@@ -33,7 +33,7 @@ class OneLineErrors(TyperGroup):
             names = sorted(getattr(getattr(e, "ctx", None) and e.ctx.command, "commands", None) or {})
             if names and e.format_message().startswith(("Missing command", "No such command")):
                 got += f" (one of: {', '.join(names)})"
-            click.echo(f"error: {where}{one_line(e.format_message())}{got}", err=True)
+            click.echo(f"error: {where}{one_line(e.format_message())}{got}{_did_you_mean(e.format_message())}", err=True)
             code = e.exit_code
         except typer.Abort:
             click.echo("error: aborted", err=True)
@@ -57,6 +57,20 @@ class OneLineErrors(TyperGroup):
         return code
 
 
+def _did_you_mean(message: str) -> str:
+    """" (did you mean 'finetune'?)" for a value that is not one of a choice list, when one is close."""
+    import difflib
+    import re
+
+    m = re.search(r"'([^']*)' is not one of (.*)", message)
+    if not m:
+        return ""
+    choices = re.findall(r"'([^']+)'", m[2])
+    given = m[1].strip().lower()
+    close = [c for c in choices if given.startswith(c) or c.startswith(given)] or difflib.get_close_matches(given, choices, 1, 0.6)
+    return f" (did you mean {close[0]!r}?)" if close and given else ""
+
+
 def _given(e: Exception, args: list[str]) -> str:
     """`` (got '0')``: the value the user gave the option a BadParameter names, when it can be found."""
     param = getattr(e, "param", None)
@@ -71,6 +85,23 @@ def _given(e: Exception, args: list[str]) -> str:
                 return f" (got {a[len(o) + 1:]!r})"[:200]
     return ""
 
+
+def _flag_type_hidden() -> None:
+    """Help lists a flag without a type (`--json`, not `--json <bool>`): a flag takes no value."""
+    from typer.core import TyperOption
+
+    original = TyperOption.display_type_rich
+    if getattr(original, "_advisor", False):
+        return
+
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+        return None if getattr(self, "is_flag", False) else original(self, ctx)
+
+    display_type_rich._advisor = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flag_type_hidden()
 
 app = typer.Typer(
     name="advisor",

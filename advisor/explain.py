@@ -45,7 +45,8 @@ def _phases(p: TrainPrediction) -> dict[str, float]:
 
 def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -> str:
     """The dominant phase, the memory margin, and for lower ranks what it costs against #1."""
-    return _why(rank, p, best) + tight(p)
+    text = _why(rank, p, best)
+    return text if "ranked below" in text else text + tight(p)
 
 
 def _dominant(p: TrainPrediction) -> tuple[str, float]:
@@ -66,9 +67,29 @@ def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     gap = _gap(rank, p, best)
     if gap is None:
         return f"fastest that fits; {head}; {margin:.1f} GiB spare per GPU"
-    if gap < TIE:
+    if abs(gap) < TIE:
         return f"ties #1; {head}; {margin:.1f} GiB spare"
+    if gap < 0:
+        return f"{-gap:.1%} faster than #1 but {ranked_below(p)}; {head}"
     return f"{gap:.0%} slower than #1, mostly {_worst_phase(p, best)} time per token; {head}"
+
+
+def p_oom(p) -> float | None:
+    """The prediction's probability of running out of memory, when it carries one (None: not predicted)."""
+    value = getattr(p, "p_oom", None)
+    return float(value) if value is not None else None
+
+
+def ranked_below(p) -> str:
+    """Why a faster pick ranks below #1: 'ranked below #1: 95% of GPU memory, p_oom 7%'."""
+    from advisor.search import memory_margin
+
+    spare, which = memory_margin(p)
+    reason = f"{1 - spare:.0%} of {'host RAM' if which == 'host' else 'GPU memory'}"
+    risk = p_oom(p)
+    if risk is not None:
+        reason += f", p_oom {risk:.0%}"
+    return f"ranked below #1: {reason}"
 
 
 TIE = 0.005  # within half a percent of #1's throughput is a tie
@@ -101,7 +122,8 @@ def tight(p: TrainPrediction) -> str:
 
 def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     """A few words for a narrow table: 'fastest; compute' or '−12%: link'."""
-    return _short_why(rank, p, best) + tight(p)
+    text = _short_why(rank, p, best)
+    return text if "ranked below" in text else text + tight(p)
 
 
 def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
@@ -109,8 +131,10 @@ def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     gap = _gap(rank, p, best)
     if gap is None:
         return f"fastest; {BOUND_SHORT[top]}-bound"
-    if gap < TIE:
+    if abs(gap) < TIE:
         return f"ties #1; {BOUND_SHORT[top]}-bound"
+    if gap < 0:
+        return f"+{-gap:.1%} but {ranked_below(p)}"
     return f"−{gap:.0%}: more {_worst_phase(p, best)}"
 
 

@@ -320,9 +320,32 @@ def run_search(
         cand = ev.evaluate(knobs)
         if cand is not None:
             seen[_key(knobs)] = cand
-    ranked = sorted(seen.values(), key=lambda c: (-c.rank_score, c.prediction.peak_mem_gib, describe_key(c)))
+    ranked = safe_order(sorted(seen.values(), key=lambda c: (-c.rank_score, c.prediction.peak_mem_gib, describe_key(c))))
     facts = {"space_size": len(space), "trials": len(study.get_trials(deepcopy=False)), "sampler": "exhaustive" if use_brute else "tpe", "gpus": ev.gpus}
     return ranked, ev, facts
+
+
+RISKY_P_OOM = 0.02  # a pick this likely to run out of memory ...
+SAFE_WITHIN = 0.05  # ... never ranks ahead of a safer one within 5% of its speed
+
+
+def safe_order(ranked: list[Candidate]) -> list[Candidate]:
+    """``ranked`` with the rule: a pick with p_oom above 2% never ranks ahead of a safer one (lower p_oom) whose
+    tokens/s is within 5% of its own. Predictions without ``p_oom`` keep their order (their tight margin is
+    already charged by ``rank_score``). Stable: insertion of each safer pick just ahead of the risky ones."""
+    out: list[Candidate] = []
+    for c in ranked:
+        risk = getattr(c.prediction, "p_oom", None)
+        i = len(out)
+        while i > 0:
+            ahead = out[i - 1]
+            a_risk = getattr(ahead.prediction, "p_oom", None)
+            if (a_risk is None or risk is None or a_risk <= RISKY_P_OOM or risk >= a_risk
+                    or c.prediction.tokens_per_s < (1 - SAFE_WITHIN) * ahead.prediction.tokens_per_s):
+                break
+            i -= 1
+        out.insert(i, c)
+    return out
 
 
 def _key(knobs: dict[str, Any]) -> tuple:

@@ -14,6 +14,15 @@ def _fits(ok: bool) -> str:
     return "[green]yes[/]" if ok else "[red]no[/]"
 
 
+def not_run(p) -> str:
+    """What a configuration that does not fit shows instead of a throughput: 'would need 1,414 GiB per GPU'
+    (or the host RAM it would need): it cannot run, so no tokens/s is shown as if it did."""
+    if getattr(p, "failure", None) == "host_oom" and getattr(p, "host_mem_gib", None):
+        return f"does not fit: would need {p.host_mem_gib:,.0f} GiB of host RAM"
+    need = getattr(p, "required_gib", None) or p.peak_mem_gib
+    return f"does not fit: would need {need:,.0f} GiB per GPU"
+
+
 def predictions_table(results: Sequence[TrainPrediction | ServePrediction | ErrorLine]) -> None:
     train = Table(title="Training predictions", title_justify="left")
     for col in ("id", "tokens/s", "step (s)", "GiB/GPU", "fits", "where the time goes"):
@@ -24,10 +33,16 @@ def predictions_table(results: Sequence[TrainPrediction | ServePrediction | Erro
     errors = []
     for r in results:
         if isinstance(r, TrainPrediction):
-            train.add_row(r.id, f"{r.tokens_per_s:,.0f}", f"{r.step_time_s:.3f}", f"{r.peak_mem_gib:.1f}", _fits(r.fits), time_summary(r))
+            if r.fits:
+                train.add_row(r.id, f"{r.tokens_per_s:,.0f}", f"{r.step_time_s:.3f}", f"{r.peak_mem_gib:.1f}", _fits(r.fits), time_summary(r))
+            else:  # it cannot run: no throughput shown as if it did
+                train.add_row(r.id, "-", "-", f"{r.peak_mem_gib:.1f}", _fits(r.fits), not_run(r))
         elif isinstance(r, ServePrediction):
             e2e = f"{r.e2e_output_tokens_per_s:,.0f}" if r.e2e_output_tokens_per_s else "-"
-            serve.add_row(r.id, f"{r.prefill_s:.3f}", f"{r.decode_step_s * 1e3:.2f}", f"{r.decode_tokens_per_s:,.0f}", e2e, f"{r.peak_mem_gib:.1f}", _fits(r.fits))
+            if r.fits:
+                serve.add_row(r.id, f"{r.prefill_s:.3f}", f"{r.decode_step_s * 1e3:.2f}", f"{r.decode_tokens_per_s:,.0f}", e2e, f"{r.peak_mem_gib:.1f}", _fits(r.fits))
+            else:
+                serve.add_row(r.id, "-", "-", not_run(r), "-", f"{r.peak_mem_gib:.1f}", _fits(r.fits))
         else:
             errors.append(r)
     if train.row_count:

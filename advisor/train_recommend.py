@@ -232,11 +232,14 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
     cols.append(("why", "left"))
     for col, just in cols:
         t.add_column(col, justify=just, no_wrap=col in ("#", "tokens/s", "GiB/GPU"))
+    t.caption += "; under GiB/GPU: the spare share of GPU memory (or of host RAM when that is smaller)"
     for it in items:
         row = [str(it["rank"]), it["summary"], plus_minus(it["tokens_per_s"], it.get("interval"), "tokens_per_s")]
         if wide:
             row.append(f"{it['step_time_s']:.3f}")
-        row.append(f"{it['peak_mem_gib']:.1f}/{it['capacity_gib']:.0f}")
+        m = it.get("memory_margin")  # the smaller spare share, GPU or host: the pick's headroom
+        spare = f"\n{m['spare']:.0%} {'host' if m['of'] == 'host' else 'free'}" if m else ""
+        row.append(f"{it['peak_mem_gib']:.1f}/{it['capacity_gib']:.0f}{spare}")
         row.append(f"{it['host_mem_gib']:.0f}" if it.get("host_mem_gib") else "-")
         if has_mfu:
             row.append(f"{it['mfu']:.0%}" if it.get("mfu") is not None else "-")

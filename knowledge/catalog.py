@@ -145,13 +145,17 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
         platform = platform_from_spec(hardware)
         _check_gpus(gpus_used, platform.count, nodes, repr(platform.id))
         return platform
-    if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200 or hardware != hardware.strip():
+    hardware = hardware.strip(" \t")  # ' h100x8 ' pasted with its spaces is still h100x8 (a newline is not a space)
+    if not hardware.isascii() or not hardware.isprintable() or len(hardware) > 200:
         shown = ascii(hardware[:80]) + ("…" if len(hardware) > 80 else "")
         raise AdvisorError(f"hardware {shown} is not a platform id: ASCII letters and digits such as h100x8, a800x8, rtx3090x8-pcie")
     hw = hardware.strip().lower().replace("_", "-")
     hw = {"rtx3090x8-nvlink": "rtx3090x8"}.get(hw, hw)
     if hw in gpus():  # checked first: 'rtx4090' would otherwise parse as GPU 'rt' x 4090
         raise AdvisorError(f"hardware {hardware!r} lacks a GPU count; e.g. {gpus()[hw].id}x1 or {gpus()[hw].id}x8")
+    flipped = re.fullmatch(r"(\d+)\s*[x×*]\s*([a-z][a-z0-9-]*)", hw)  # '8xrtx4090': the count written first
+    if flipped and flipped[2] in gpus():
+        raise AdvisorError(f"hardware {hardware!r}: the GPU comes first; did you mean {gpus()[flipped[2]].id}x{flipped[1]}?")
     m = _PLATFORM_RE.match(hw)
     if not m:
         examples = [f"{g}x8" for g in sorted({g.id for g in gpus().values()})]
@@ -181,7 +185,10 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
 def _check_gpus(gpus_used: int | None, count: int, nodes: int, name: str) -> None:
     if gpus_used is not None and gpus_used > count * nodes:
         where = name if nodes == 1 else f"{nodes} nodes of {name}"
-        raise AdvisorError(f"gpus={gpus_used} exceeds the {count * nodes} GPUs of {where}")
+        hint = ""
+        if gpus_used % count == 0:  # whole servers: say how to ask for several
+            hint = f"; for {gpus_used} GPUs on {gpus_used // count} such servers: --nodes {gpus_used // count}"
+        raise AdvisorError(f"gpus={gpus_used} exceeds the {count * nodes} GPUs of {where}{hint}")
 
 
 def _short(value: Any) -> str:

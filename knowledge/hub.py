@@ -24,23 +24,28 @@ def hub_config(repo_id: str) -> dict[str, Any]:
 
     Raises AdvisorError in one line when neither has it. Only the config is read, never weights.
     """
+    import os
+
+    cached = _in_local_cache(repo_id)
+    offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0")
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    # fail fast (well under a second) before importing transformers: not cached, and offline or unreachable
+    if not cached and not offline and not _reachable(endpoint):
+        raise AdvisorError(f"model {repo_id!r} is neither a catalog name nor in the local Hugging Face cache, and "
+                           f"{endpoint} cannot be reached; pass a config.json path or a catalog name")
     try:
         from transformers import AutoConfig
     except Exception as e:  # noqa: BLE001 - transformers missing or broken
         raise AdvisorError(f"model {repo_id!r}: reading a hub id needs transformers ({type(e).__name__})") from None
-    import os
 
-    try:
-        return AutoConfig.from_pretrained(repo_id, local_files_only=True).to_dict()
-    except Exception:  # noqa: BLE001 - not in the local cache: try the hub below
-        pass
+    if cached:
+        try:
+            return AutoConfig.from_pretrained(repo_id, local_files_only=True).to_dict()
+        except Exception:  # noqa: BLE001 - not in the local cache: try the hub below
+            pass
     if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or os.environ.get("TRANSFORMERS_OFFLINE", "") not in ("", "0"):
         raise AdvisorError(f"model {repo_id!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; "
                            "pass its config.json path or a catalog name")
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    if not _reachable(endpoint):
-        raise AdvisorError(f"model {repo_id!r} is neither a catalog name nor in the local Hugging Face cache, and "
-                           f"{endpoint} cannot be reached; pass a config.json path or a catalog name")
     import logging
 
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
@@ -52,17 +57,40 @@ def hub_config(repo_id: str) -> dict[str, Any]:
                            f"did not give its config ({first}); pass a config.json path or a catalog name") from None
 
 
-def _reachable(url: str, timeout_s: float = 3.0) -> bool:
-    """Can a TCP connection to ``url``'s host be opened within ``timeout_s``? (no retries, no noise)."""
+def _in_local_cache(repo_id: str) -> bool:
+    """Is ``repo_id`` in the local Hugging Face cache (``models--org--name`` under HF_HUB_CACHE / HF_HOME/hub)?
+    A local directory with a config.json counts too."""
+    import os
+    from pathlib import Path
+
+    if (Path(repo_id) / "config.json").is_file():
+        return True
+    home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+    hub = Path(os.environ.get("HF_HUB_CACHE", os.environ.get("HUGGINGFACE_HUB_CACHE", home / "hub")))
+    return (hub / ("models--" + repo_id.replace("/", "--"))).is_dir()
+
+
+def _reachable(url: str, timeout_s: float = 0.8) -> bool:
+    """Can a TCP connection to ``url``'s host be opened within ``timeout_s``, name lookup included? (no retries,
+    no noise). Run in a daemon thread so that a resolver stuck offline cannot hold the answer past the limit."""
     import socket
+    import threading
     from urllib.parse import urlparse
 
     u = urlparse(url)
-    try:
-        with socket.create_connection((u.hostname or "", u.port or (443 if u.scheme == "https" else 80)), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+    ok = [False]
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((u.hostname or "", u.port or (443 if u.scheme == "https" else 80)), timeout=timeout_s):
+                ok[0] = True
+        except OSError:
+            pass
+
+    t = threading.Thread(target=attempt, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    return ok[0]
 
 
 @lru_cache(maxsize=64)

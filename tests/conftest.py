@@ -13,9 +13,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.dont_write_bytecode = True  # no new __pycache__ from the tests' own imports (pytest's rewritten test modules too)
 
-try:  # Hypothesis keeps its example database in memory: no .hypothesis/ folder in the checkout
+try:  # Hypothesis keeps its example database in memory and its caches in a temporary folder: no .hypothesis/
+    import tempfile
+
     from hypothesis import settings as _hypothesis_settings
+    from hypothesis.configuration import set_hypothesis_home_dir
     from hypothesis.database import InMemoryExampleDatabase
+
+    set_hypothesis_home_dir(tempfile.mkdtemp(prefix="advisor-hypothesis-"))
 
     _hypothesis_settings.register_profile("advisor-tests", database=InMemoryExampleDatabase())
     _hypothesis_settings.load_profile("advisor-tests")

@@ -50,3 +50,24 @@ def test_models_keep_hub_ids_whole_at_80_columns():
     for r in json.loads(_run("models", "--json")):
         hub = r["source"].split(" config.json")[0]
         assert hub in text, hub  # on one line, unbroken
+
+
+def test_compare_default_grid_has_no_column_all_past_the_context():
+    from advisor.commands.compare import DEFAULT_SEQ, serving_comparison
+
+    seqs = [int(x) for x in DEFAULT_SEQ.split(",")]
+    for phase in ("decode", "prefill"):
+        m = serving_comparison("a100x1", "h20x1", "llama2-13b", phase, [1, 4, 16], seqs, default_seqs=True)
+        for j in range(len(m["seq_lens"])):
+            assert not all(row[j] for row in m["beyond"]), (phase, m["seq_lens"][j])
+
+
+def test_a_case_that_does_not_fit_shows_what_it_would_need_not_a_throughput(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "big", "hardware": "rtx4090x1", "model": "70b", "task": "pretrain"}) + "\n")
+    cli._register()
+    r = CliRunner().invoke(cli.app, ["predict", "--cases", str(cases)], env={"COLUMNS": "80"})
+    cells = " ".join(line.split("│")[-2].strip() for line in r.stdout.splitlines() if line.count("│") >= 3)
+    assert re.search(r"does not fit: would need [\d,]+ GiB per GPU", " ".join(cells.split())), cells
+    row = next(line for line in r.stdout.splitlines() if "big" in line)
+    assert row.split("│")[2].strip() == "-"  # the tokens/s cell

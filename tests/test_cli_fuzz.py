@@ -62,7 +62,7 @@ ABSURD_TRAIN = {
     "lora_targets": [[], ["q_proj", "q_proj"], ["QKV"], [""], ["q_proj", "lm_head"]],
     "hardware": ["h100x\uff18", "\uff48100x8", "h100x\u0668", "h100x0", "h100x", "h100", "", " ", "h100x1e3",
                  "h100x999999", "h100x1025", "rtx4090x8-nvlink", "../../etc/passwd", "h100x8\n", "x" * 5000,
-                 "nonexistentx8", "h100x8-infiniband", "h100x-8", "h100x+8", "h100x8 ", "\x00"],
+                 "nonexistentx8", "h100x8-infiniband", "h100x-8", "h100x+8", "\x00"],  # "h100x8 " is h100x8 (issue 24: spaces around an id are stripped)
     "model": ["", "llama2-7", "gpt2", "bert-base-uncased", "/dev/zero", "/nonexistent/config.json", ".",
               {**TINY, "num_hidden_layers": True}, {**TINY, "num_hidden_layers": 0}, {**TINY, "num_hidden_layers": -3},
               {**TINY, "hidden_size": 0}, {**TINY, "hidden_size": -256}, {**TINY, "num_hidden_layers": 2.5},

@@ -121,6 +121,7 @@ def test_hub_id_read_through_autoconfig(monkeypatch):
         return SimpleNamespace(to_dict=lambda: dict(cfg))
 
     monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", staticmethod(from_pretrained))
+    monkeypatch.setattr(hub, "_in_local_cache", lambda repo: True)  # the cache holds it (checked before transformers)
     hub.hub_model.cache_clear()
     arch = resolve_model("someone/tiny-llama-test")
     assert arch.hidden_size == 1024 and arch.name == "someone/tiny-llama-test"

@@ -187,6 +187,12 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
     predictor = Predictor()
     cell_a, cell_b = (serve_cell(predictor, hw, model, phase) for hw in (hardware, vs))
     ratio, bound, fits, beyond = predicted_mesh(cell_a, cell_b, list(batches), seqs, phase, ctx)
+    if default_seqs:  # the default grid shows no column that is all past the context (decode at the full context)
+        keep = [j for j in range(len(seqs)) if not all(row[j] for row in beyond)]
+        if keep and len(keep) < len(seqs):
+            seqs = [seqs[j] for j in keep]
+            ratio, bound, beyond = ([[row[j] for j in keep] for row in m] for m in (ratio, bound, beyond))
+            fits = [[row[j] for j in keep] for row in fits] if fits else fits
     name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
     if name_a == name_b:
         name_a, name_b = pa.id, pb.id

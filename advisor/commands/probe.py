@@ -54,8 +54,15 @@ def default_profile_path(profile: Any) -> Path:
     """ADVISOR_HOME/profiles/<gpu id>x<count>[-quick].json: what `--profile <gpu>x<count>` finds."""
     from knowledge.paths import user_profiles_dir
 
+    quick = "-quick" if profile.quick else ""
+    if not profile.gpu_id and (profile.gpu_count < 1 or profile.gpu_name.lower().startswith("cpu")):
+        # measured on the CPU (no GPU): named for what it is, never '<gpu>x0' as if it were a GPU machine
+        import socket
+
+        host = "".join(ch for ch in socket.gethostname().lower() if ch.isalnum() or ch == "-")[:40] or "local"
+        return user_profiles_dir() / f"cpu-{host}{quick}.json"
     gpu = profile.gpu_id or "".join(ch for ch in profile.gpu_name.lower() if ch.isalnum()) or "local"
-    return user_profiles_dir() / f"{gpu}x{profile.gpu_count}{'-quick' if profile.quick else ''}.json"
+    return user_profiles_dir() / f"{gpu}x{profile.gpu_count}{quick}.json"
 
 
 def _resolve_device(device: str | None) -> str:
@@ -192,8 +199,13 @@ def probe(
                 else:
                     bar.update(task, description=msg, completed=frac)
 
-            profile = run_profile(quick=quick, device=device, progress=progress,
-                                  macro_model=model if budget > 0 else None, macro_budget_s=budget)
+            import warnings
+
+            with warnings.catch_warnings():  # the libraries' deprecation notices are not the user's business here
+                warnings.simplefilter("ignore", FutureWarning)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                profile = run_profile(quick=quick, device=device, progress=progress,
+                                      macro_model=model if budget > 0 else None, macro_budget_s=budget)
             if macro_cases:
                 from probes.macro import macro_probe
 

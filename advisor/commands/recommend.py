@@ -70,7 +70,7 @@ def recommend(
     trials: Optional[int] = typer.Option(None, "--trials", min=1, max=MAX_TRIALS, help="Trials (default: the whole space, or 200 for TPE)."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**32 - 1, help="Sampler seed: same inputs, same answer."),
     engine: Optional[str] = typer.Option(None, "--engine", help="Training: deepspeed (default), pytorch, or both (comma-separated). Serve: vllm (default), sglang or trtllm: the engine named in the table and launch line."),
-    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16, help="LoRA / QLoRA adapter rank r (PEFT's LoraConfig(r=...)); at most the model's hidden size."),
     prompt_len: int = typer.Option(512, "--prompt-len", min=1, max=MAX_TOKENS, help="serve: prompt tokens."),
     output_len: int = typer.Option(256, "--output-len", min=1, max=MAX_TOKENS, help="serve: generated tokens."),
     max_tpot_ms: Optional[float] = typer.Option(None, "--max-tpot-ms", min=0.0, max=MAX_MS, help="serve: limit on the mean time per output token, ms. TPOT = (request latency - TTFT) / (output tokens - 1), as vLLM's benchmark_serving defines it."),
@@ -98,6 +98,9 @@ def recommend(
     for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--rate", rate)):
         if value is not None and value <= 0:
             fail(f"{flag} must be a positive number, got {value:g}", code=2)
+    if engine is not None and not engine.strip():
+        fail("--engine '' names no engine: leave --engine out for the default, or name one "
+             f"({'vllm, sglang, trtllm' if task == Task.serve else 'deepspeed, pytorch'})", code=2)
     if task == Task.serve:
         serve_engine, formats = _serve_choices(engine, weight_format)
     elif weight_format or rate is not None:

@@ -21,17 +21,26 @@ SERVE_PHASES = {"prefill: compute-bound ops": "prefill_compute_s", "prefill: mem
 
 
 def _train_metrics(p: TrainPrediction) -> None:
+    from advisor.tables import not_run
+
     c = st.columns(4)
-    c[0].metric("tokens/s", f"{p.tokens_per_s:,.0f}", help="aggregate over all GPUs, steady state")
-    c[1].metric("step time", f"{p.step_time_s:.3f} s")
+    if not p.fits:  # it cannot run: say what it would need, not a throughput as if it ran
+        c[0].metric("tokens/s", "—", help=not_run(p))
+        c[1].metric("step time", "—")
+    else:
+        c[0].metric("tokens/s", f"{p.tokens_per_s:,.0f}", help="aggregate over all GPUs, steady state")
+        c[1].metric("step time", f"{p.step_time_s:.3f} s")
     c[2].metric("GiB/GPU", f"{p.peak_mem_gib:.1f}", help=f"peak of the busiest rank, of {p.capacity_gib:.0f} GiB")
     c[3].metric("fits", "yes" if p.fits else "no")
 
 
 def _serve_metrics(p: ServePrediction) -> None:
+    from advisor.tables import not_run
+
     c = st.columns(4)
-    c[0].metric("decode tokens/s", f"{p.decode_tokens_per_s:,.0f}", help="batch / one decode step")
-    c[1].metric("e2e output tokens/s", f"{p.e2e_output_tokens_per_s:,.0f}" if p.e2e_output_tokens_per_s else "—")
+    ran = p.fits  # a configuration that does not fit shows no throughput as if it ran
+    c[0].metric("decode tokens/s", f"{p.decode_tokens_per_s:,.0f}" if ran else "—", help="batch / one decode step" if ran else not_run(p))
+    c[1].metric("e2e output tokens/s", f"{p.e2e_output_tokens_per_s:,.0f}" if ran and p.e2e_output_tokens_per_s else "—")
     c[2].metric("GiB/GPU", f"{p.peak_mem_gib:.1f}", help=f"of {p.capacity_gib:.0f} GiB")
     c[3].metric("fits", "yes" if p.fits else "no")
     c = st.columns(4)
@@ -97,7 +106,7 @@ def render(sel: Selection) -> None:
         _headline(sel, hw, p)
         (_train_metrics if isinstance(p, TrainPrediction) else _serve_metrics)(p)
         if not p.fits and p.why_not_fits:
-            st.warning(f"Does not fit: {p.why_not_fits}")
+            st.warning(f"Does not fit: {p.why_not_fits}; no throughput is shown: it cannot run")
         if p.interval:
             key, words = (("tokens_per_s", "training throughput") if isinstance(p, TrainPrediction)
                           else ("decode_tokens_per_s", "decode throughput"))
