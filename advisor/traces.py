@@ -105,7 +105,11 @@ class TraceBook:
                 return t
         if self.on_trace:
             self.on_trace(f"tracing {arch.name} ({v.key}) on fake tensors")
-        t = run_trace(config, v)
+        from advisor.progress import interactive, timed_run
+
+        # a bar on a terminal (the first trace of a model imports transformers and PEFT: ~10 s on two cores)
+        t = timed_run(lambda: run_trace(config, v), f"tracing {Path(arch.name).stem} on fake tensors", 15.0,
+                      disable=not interactive())
         self._kept[key] = t
         save(_user_dir() / f"{h}.json", t)
         return t

@@ -235,10 +235,41 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
         fields["hf_config"] = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
+    if "model_type" in cfg and str(cfg["model_type"]) not in ("llama", "mistral", "mixtral", "qwen2"):
+        fields["kv_groups"] = kv_groups(cfg)
     if fields.get("num_experts_per_tok") and not fields.get("num_local_experts"):
         fields.pop("num_experts_per_tok")  # a dense model that names a default
     # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
     return ModelArch.model_validate({"name": name, "source": name, **fields}, strict=True)
+
+
+def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The KV cache's layout as transformers reads the config: ``layer_types`` (which layers slide, and over what
+    window), and multi-head latent attention (``kv_lora_rank``: engines cache the compressed vector and the RoPE key,
+    not K and V per head). None when transformers cannot read it (then every layer caches every KV head)."""
+    try:
+        import transformers
+
+        conf = transformers.AutoConfig.for_model(str(cfg["model_type"]), **{k: v for k, v in cfg.items() if k != "model_type"})
+    except Exception:  # an unknown family: the plain count stands
+        return None
+    layers = int(cfg["num_hidden_layers"])
+    latent = getattr(conf, "kv_lora_rank", None)
+    if isinstance(latent, int) and latent > 0:
+        values, split = latent + int(getattr(conf, "qk_rope_head_dim", 0) or 0), False
+    else:
+        heads = int(getattr(conf, "num_key_value_heads", None) or conf.num_attention_heads)
+        head_dim = int(getattr(conf, "head_dim", None) or conf.hidden_size // conf.num_attention_heads)
+        values, split = 2 * heads * head_dim, True
+    window = getattr(conf, "sliding_window", None)
+    types = list(getattr(conf, "layer_types", None) or [])[:layers]
+    sliding = sum(1 for t in types if "sliding" in str(t)) if types else (layers if cfg["model_type"] == "phi3" else 0)
+    if not isinstance(window, int) or window <= 0:
+        sliding = 0
+    groups = [{"layers": layers - sliding, "window": None, "values_per_token": values, "split_by_tp": split}]
+    if sliding:
+        groups.append({"layers": sliding, "window": window, "values_per_token": values, "split_by_tp": split})
+    return [g for g in groups if g["layers"]]
 
 
 def causal_lm_type(kind: Any) -> bool:

@@ -93,6 +93,16 @@ DECODER_MODEL_TYPES = frozenset({
 })
 
 
+class KVGroup(Strict):
+    """Layers that cache alike: how many, the window they keep (None: every token) and the values each caches per
+    token (K and V of every KV head; latent attention caches one compressed vector, the same on every TP rank)."""
+
+    layers: int = Field(ge=0)
+    window: int | None = Field(default=None, gt=0)
+    values_per_token: int = Field(gt=0)
+    split_by_tp: bool = True  # KV heads split over tensor-parallel ranks; a latent vector is replicated
+
+
 class ModelArch(Strict):
     """A Llama-style decoder (RMSNorm, RoPE, SwiGLU MLP, GQA; optional MoE)."""
 
@@ -117,6 +127,9 @@ class ModelArch(Strict):
     # the model's own config.json (model_type included) when it came from one: what the trace builds; None = a
     # Llama-family decoder built from the fields above
     hf_config: dict[str, Any] | None = None
+    # the KV cache as the model's config lays it out (sliding layers capped at their window, latent attention's
+    # compressed vector), read through transformers' own config class; None = every layer, every KV head
+    kv_groups: list[KVGroup] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelArch":

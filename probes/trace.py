@@ -405,7 +405,23 @@ def layer_plan(config: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
-    """Trace ``config`` (a Hugging Face config dict with ``model_type``) under ``variant``."""
+    """Trace ``config`` (a Hugging Face config dict with ``model_type``) under ``variant``; the libraries' deprecation
+    chatter stays out of the user's terminal."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _trace_model(config, variant)
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     from importlib.metadata import version
 
     import torch

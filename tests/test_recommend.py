@@ -233,8 +233,11 @@ def test_search_top_pick_equals_exhaustive_best(spec):
         assert ranked[0].case == best.case
     # the ranked list holds every fitting configuration once, best first (tokens/s, less the penalty of a
     # pick within 8% of running out of memory)
-    scores = [c.rank_score for c in ranked]
-    assert scores == sorted(scores, reverse=True)
+    # best first, except where the safety rule lifts a safer pick (p_oom <= 2%) over a riskier one within 5% of its speed
+    for ahead, behind in zip(ranked, ranked[1:]):
+        if behind.rank_score > ahead.rank_score:
+            assert ahead.prediction.p_oom < behind.prediction.p_oom and behind.prediction.p_oom > 0.02
+            assert ahead.prediction.tokens_per_s >= 0.95 * behind.prediction.tokens_per_s
     assert all(c.prediction.fits for c in ranked)
 
 
