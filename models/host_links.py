@@ -64,9 +64,11 @@ def ring_link_bps(p: PlatformSpec, ranks: int, p2p: bool | None = None) -> float
     ic = p.interconnect
     if ic == "single" or ranks <= 1:
         return 0.0
+    if p2p is False:  # NCCL_P2P_DISABLE=1 turns NVLink and PCIe peer access off alike: host memory
+        return _shared(p, 1.0, ranks, 2.0)
     if ic == "nvswitch":
         return p.gpu.nvlink_gbs * GBps
-    peer = p.gpu.p2p_over_pcie and ic != "pcie-no-p2p" if p2p is None else p2p
+    peer = p.gpu.p2p_over_pcie and ic != "pcie-no-p2p"
     if ic == "nvlink-pairs":
         # half the hops through PCIe; with peer-to-peer they run at a link's pace
         return gpu_link_bps(p) if peer else _shared(p, 0.5, ranks, 2.0)
