@@ -75,6 +75,7 @@ class HostSpec(Strict):
     host_pcie_gen: int | None = Field(default=None, ge=1, le=6)  # the root ports' generation (None: the GPU's)
     gpus_per_uplink: int = Field(default=1, ge=1)  # GPUs behind one x16 uplink to the CPU (PCIe switch)
     dram_gbs: float | None = Field(default=None, gt=0)  # host DRAM peak, all sockets, GB/s
+    dram_measured: bool = False  # the DRAM cap on GPU DMA (models.host_links) applies only when measured
     topology_source: str = ""
 
 

@@ -91,11 +91,13 @@ def cpu_adam_threads(s: TrainSetup) -> int:
 
 
 def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_on_node: int = 1) -> float:
-    """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + ranks / bandwidth cap): linear in
-    threads until the host's memory bandwidth caps it, that cap shared by every rank of the node running
-    its Adam at the same time (16 B read + 16 B written per parameter, all from one DRAM). Where the host's
-    rate was measured (catalog or profile), the cap is what makes the curve pass through that measurement;
-    where ``advisor probe`` ran that many concurrent processes, their measured per-process rate is used."""
+    """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + 1 / bandwidth cap): linear in
+    threads until the host's memory bandwidth caps it. Where the host's rate was measured (catalog or
+    profile), the cap is what makes the curve pass through that measurement; where ``advisor probe --links``
+    ran as many concurrent processes as the node's ranks, their measured per-process rate is used.
+    (Sharing the cap among the node's ranks made the study's held-out error worse with the fitted
+    per-thread rate; the 2xH200 measurement, 0.775 -> 0.612 Gparam/s per process from one to two, is
+    stronger contention than that form gives: not modelled without a profile.)"""
     for procs, per_proc in c.cpu_adam_concurrent:
         if procs == ranks_on_node and ranks_on_node > 1:
             return per_proc
@@ -104,7 +106,7 @@ def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_o
     if c.cpu_adam_gparams_s and c.cpu_adam_threads:
         linear = c.cpu_adam_threads * r1
         cap = 1.0 / (1.0 / c.cpu_adam_gparams_s - 1.0 / linear) if c.cpu_adam_gparams_s < 0.95 * linear else 20.0 * linear
-    return 1.0 / (1.0 / (threads * r1) + max(ranks_on_node, 1) / cap)
+    return 1.0 / (1.0 / (threads * r1) + 1.0 / cap)
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernels: float) -> tuple[float, float]:
@@ -158,11 +160,10 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         cpu = local / rate * eff.offload_step_overhead
         if s.zero == 3 and not s.offload_params:
             cpu *= eff.zero3_offload_opt_overhead
-        # each micro-batch's gradient partition lands in the host's fp32 buffer (DeepSpeed accumulates
-        # there), half hidden behind backward; the updated 16-bit weights return to the GPU once a step,
-        # unless they live on the host (parameter offload: the next fetch reads them from there)
-        grads_d2h = accum * local * 4.0 / h2d
-        offload = cpu + grads_d2h * (1 - eff.grad_overlap) + (0.0 if s.offload_params else local * half / h2d)
+        # gradients stream to the host during backward (half hidden behind it), updated 16-bit weights return
+        # (per micro-batch gradient copies under accumulation made the study's held-out error worse: not taken)
+        grads_d2h = local * 4.0 / h2d
+        offload = cpu + grads_d2h * (1 - eff.grad_overlap) + local * half / h2d
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)
     if s.offload_params:
