@@ -72,3 +72,15 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
         "regret_within_5pct": (sum(v <= 0.05 for v in reg.values()) / len(reg)) if reg else None,
         "_held": held,  # for advisor calibrate's intervals; removed before the report is stored or printed
     }
+
+
+def held_out_by_class(held) -> dict[str, dict[str, Any]]:
+    """{platform class: {"mape", "n"}} of held-out throughput predictions (``validation_report``'s
+    ``_held``): the error bar of every prediction on a platform of that class (knowledge.platform_class)."""
+    from advisor.evaluation import mape
+    from knowledge.platform_class import platform_class
+
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for h in held:
+        pairs.setdefault(platform_class(h.row.platform, h.row.case.nodes), []).append((h.predicted, h.measured))
+    return {k: {"mape": round(mape(v), 4), "n": len(v)} for k, v in sorted(pairs.items())}
