@@ -115,7 +115,7 @@ def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
     return gpu.pcie_gbs  # pcie, and NVLink bridge pairs, whose ring still crosses PCIe hops
 
 
-TOPOLOGY_KEYS = ("sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "topology_source")
+TOPOLOGY_KEYS = ("sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "dram_measured", "topology_source")
 
 
 def _default_host(gpu: GPUSpec, count: int) -> HostSpec:
