@@ -98,11 +98,14 @@ def refit(
     rows, _ = training_rows(ms)
     model = fit_correction(rows)
     by_task: dict[str, list[tuple[float, float]]] = {}
-    report = None
+    report, by_class = None, {}
     if measure_holdout:
         from advisor.validation import validation_report
 
         report = validation_report(data, holdout, progress)
+        from advisor.validation import held_out_by_class
+
+        by_class = held_out_by_class(report["_held"])
         for g in report["_held"]:
             if not g.row.m.dataset.startswith("zhang"):  # the intervals are for the machines people probe
                 by_task.setdefault(g.row.case.task, []).append((g.predicted, g.measured))
@@ -119,6 +122,8 @@ def refit(
         "held_out_n": {task: len(pairs) for task, pairs in by_task.items()} if measure_holdout else previous.get("held_out_n", {}),
         "held_out_from_previous_fit": not measure_holdout,
         "refit": "full",
+        # the intervals' relative error (knowledge.platform_class), from the same held-out predictions
+        "held_out_by_class": {"train": by_class, "held_out_by": holdout} if measure_holdout else previous.get("held_out_by_class", {}),
         **serving_fit(ms, model.efficiencies_, measure_holdout, previous),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -24,6 +24,20 @@ from models.training import predict_training
 Prediction = TrainPrediction | ServePrediction
 
 
+def rel_error_for(task: str, platform: PlatformSpec, nodes: int = 1, by_class: dict | None = None,
+                  by_task: dict | None = None) -> float | None:
+    """The interval's relative error of a prediction: the held-out MAPE of its platform class where the
+    validation measured one (knowledge.platform_class), else the task's held-out figure."""
+    from knowledge.efficiency import load_held_out_by_class
+    from knowledge.platform_class import class_rel_error, platform_class
+
+    table = (by_class if by_class is not None else load_held_out_by_class()).get("train" if task != "serve" else "serve", {})
+    err = class_rel_error(table, platform_class(platform, nodes)) if table else None
+    if err is None:
+        err = (by_task if by_task is not None else held_out_error()).get(task)
+    return err
+
+
 def held_out_error() -> dict[str, float]:
     """Held-out MAPE per task from the last fit, for intervals."""
     return load_held_out_error()
@@ -93,6 +107,9 @@ class Predictor:
         self.serving_efficiencies = efficiencies  # None: the bundled serving fit
         self._factors = load_platform_factors()
         self._held_out = held_out_error()
+        from knowledge.efficiency import load_held_out_by_class
+
+        self._by_class = load_held_out_by_class()
         self._calibrations: dict[str, Calibration] = {}
         from advisor.traces import TraceBook
 
@@ -120,9 +137,10 @@ class Predictor:
             cal = self.calibration(platform)
             network = network_for(platform, case.nodes, case.network, case.inter_node_gbps, self.profile)
             trace = self.traces.trace(arch, case)
+            err = rel_error_for(case.task, platform, case.nodes, self._by_class, self._held_out)
             if network is None:
-                return predict_training(case, arch, platform, cal, self._held_out.get(case.task), trace)
-            pred = predict_training(case, arch, platform, with_network(cal, network), self._held_out.get(case.task), trace)
+                return predict_training(case, arch, platform, cal, err, trace)
+            pred = predict_training(case, arch, platform, with_network(cal, network), err, trace)
             return pred.model_copy(update={"network": network.label})
         from models.serving import predict_serving
 

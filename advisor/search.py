@@ -132,7 +132,7 @@ class Evaluator:
         self.gpus = spec.gpus or self.platform.count * spec.nodes
         if self.gpus % spec.nodes:
             raise AdvisorError(f"--gpus {self.gpus} cannot be spread evenly over {spec.nodes} nodes: use a multiple of {spec.nodes}")
-        from advisor.predictor import calibration_for, held_out_error
+        from advisor.predictor import calibration_for, rel_error_for
         from knowledge.fabrics import network_for
         from models.calibration import with_network
 
@@ -141,7 +141,8 @@ class Evaluator:
         if self.network is not None:
             self.cal = with_network(self.cal, self.network)
         self.eff = self.cal.eff
-        self.rel_error = held_out_error().get(spec.task)  # widens each prediction's interval, as `predict` does
+        # widens each prediction's interval, as `predict` does: the held-out error of the platform's class
+        self.rel_error = rel_error_for(spec.task, self.platform, spec.nodes)
         self.profile = profile
         self.cache: dict[tuple, Candidate | None] = {}
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)

@@ -38,7 +38,11 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
     by_group: dict[str, list] = {}
     by_regime: dict[str, list] = {}
     by_dataset: dict[str, list] = {}
+    by_class: dict[str, list] = {}
+    from knowledge.platform_class import platform_class
+
     for h in held:
+        by_class.setdefault(platform_class(h.row.platform, h.row.case.nodes), []).append(h)
         by_group.setdefault(h.group, []).append(h)
         by_dataset.setdefault(h.row.m.dataset, []).append(h)
         if not h.row.m.dataset.startswith("zhang"):  # regimes of the runs on our machines; the paper by server
@@ -58,6 +62,8 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
         "throughput_by_regime": [{"regime": k, **summary(v)} for k, v in sorted(by_regime.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))],
         "throughput_by_dataset": {k: summary(v) for k, v in sorted(by_dataset.items())},
         "throughput_overall": summary(held),
+        # the error bars' source (knowledge.platform_class): meaningful when held out by platform
+        "throughput_by_class": {k: summary(v) for k, v in sorted(by_class.items())},
         "memory_by_dataset": {k: {"n": len(v), "mape": mape(v), "within_10pct": sum(abs(p - m) / m <= 0.10 for p, m in v) / len(v)} for k, v in mem.items()},
         "host_memory_offload": {"n": len(offload_host), "mape": mape(offload_host)} if offload_host else None,
         "fit_verdict_by_dataset": {k: {"n": t, "accuracy": ok / t} for k, (ok, t) in verdicts.items()},
@@ -66,3 +72,15 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
         "regret_within_5pct": (sum(v <= 0.05 for v in reg.values()) / len(reg)) if reg else None,
         "_held": held,  # for advisor calibrate's intervals; removed before the report is stored or printed
     }
+
+
+def held_out_by_class(held) -> dict[str, dict[str, Any]]:
+    """{platform class: {"mape", "n"}} of held-out throughput predictions (``validation_report``'s
+    ``_held``): the error bar of every prediction on a platform of that class (knowledge.platform_class)."""
+    from advisor.evaluation import mape
+    from knowledge.platform_class import platform_class
+
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for h in held:
+        pairs.setdefault(platform_class(h.row.platform, h.row.case.nodes), []).append((h.predicted, h.measured))
+    return {k: {"mape": round(mape(v), 4), "n": len(v)} for k, v in sorted(pairs.items())}

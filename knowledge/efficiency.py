@@ -133,6 +133,11 @@ def load_held_out_error(name: str = "fitted") -> dict[str, float]:
     return out
 
 
+def load_held_out_by_class(name: str = "fitted") -> dict[str, dict[str, dict]]:
+    """{task: {platform class: {"mape", "n"}}}: held-out error per platform class (knowledge.platform_class)."""
+    return _fit_file(name).get("held_out_by_class", {})
+
+
 PROBE_RATIOS = Path(__file__).parent / "data" / "probe_ratios.json"
 
 

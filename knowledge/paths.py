@@ -70,8 +70,9 @@ def calibration_file() -> Path:
 
 
 def bundled_measurement_files() -> list[Path]:
-    """The project's own measured rows shipped in the package."""
-    return sorted(BUNDLED_MEASUREMENTS.glob("*.jsonl"))
+    """The project's own measured rows shipped in the package (``*-links-*.jsonl`` are the links probe's
+    raw logs, kept beside their ``.json`` result: not runs)."""
+    return sorted(p for p in BUNDLED_MEASUREMENTS.glob("*.jsonl") if "-links-" not in p.name)
 
 
 def user_measurement_files() -> list[Path]:

@@ -70,6 +70,13 @@ class HostSpec(Strict):
     cpu_adam_gparams_per_s: float | None = None  # measured DeepSpeed CPU Adam, whole host
     cpu_adam_threads: int | None = None  # the threads that rate was measured on
     source: str = "default"
+    # how the GPUs are wired to the host (models.host_links); defaults describe one GPU per root port
+    sockets: int = Field(default=1, ge=1)
+    host_pcie_gen: int | None = Field(default=None, ge=1, le=6)  # the root ports' generation (None: the GPU's)
+    gpus_per_uplink: int = Field(default=1, ge=1)  # GPUs behind one x16 uplink to the CPU (PCIe switch)
+    dram_gbs: float | None = Field(default=None, gt=0)  # host DRAM peak, all sockets, GB/s
+    dram_measured: bool = False  # the DRAM cap on GPU DMA (models.host_links) applies only when measured
+    topology_source: str = ""
 
 
 class PlatformSpec(Strict):
@@ -489,6 +496,41 @@ class InterNodeProbe(Strict):
     _positive = field_validator("busbw_gbs")(lambda v: _positive_finite(v))
 
 
+class LinkCollectivePoint(CollectivePoint):
+    p2p: bool  # peer-to-peer allowed (False: run with NCCL_P2P_DISABLE=1)
+
+
+class CpuAdamPoint(Strict):
+    processes: int = Field(ge=1)  # DeepSpeed CPU Adam run by this many processes at once
+    threads: int = Field(ge=1)  # torch threads of each
+    params: int = Field(ge=1)  # parameters each updates
+    gparams_per_s: float  # per process, the slowest process's rate
+
+    _positive = field_validator("gparams_per_s")(lambda v: _positive_finite(v))
+
+
+class LinksProbe(Strict):
+    """How the box is wired, as `advisor probe --links` (probes/links.py) measured it."""
+
+    gpus: int = Field(ge=0)
+    p2p_matrix: list[list[bool]] = []  # torch.cuda.can_device_access_peer(i, j)
+    collectives: list[LinkCollectivePoint] = []  # all-reduce / all-gather / reduce-scatter, P2P on and off
+    single_h2d_gbs: float | None = None  # one GPU copying alone, pinned
+    concurrent_h2d_gbs: float | None = None  # per GPU, every GPU copying at once (the slowest GPU)
+    concurrent_d2h_gbs: float | None = None
+    cpu_adam: list[CpuAdamPoint] = []
+
+    _finite = field_validator("single_h2d_gbs", "concurrent_h2d_gbs", "concurrent_d2h_gbs")(
+        lambda v: v if v is None else _positive_finite(v))
+
+    def large_busbw_gbs(self, p2p: bool | None = None, op: str = "all_reduce") -> float | None:
+        """The best bus bandwidth at >= 64 MiB of ``op`` (with that P2P setting; None: whichever was the
+        machine's default, i.e. P2P on), GB/s; None when not measured."""
+        want = True if p2p is None else p2p
+        big = [c.busbw_gbs for c in self.collectives if c.op == op and c.p2p == want and c.size_bytes >= 64 * 2**20]
+        return max(big) if big else None
+
+
 class Profile(Strict):
     """Ceilings measured on the local GPUs; they replace catalog numbers in the performance model."""
 
@@ -512,6 +554,7 @@ class Profile(Strict):
     collectives: list[CollectivePoint] = []
     macro: list[Measurement] = []
     inter_node: InterNodeProbe | None = None  # measured only when probed on several nodes
+    links: LinksProbe | None = None  # P2P matrix, collectives P2P on/off, concurrent copies, CPU Adam x N
 
     # a ceiling that is zero, negative, NaN or infinite would turn every prediction into nonsense
     # (gpu_count may be 0: a CPU profile is a valid file, refused only when a prediction would use it)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from knowledge.efficiency import Efficiencies
 from knowledge.fabrics import Network
 from knowledge.schema import PlatformSpec, Profile
+from knowledge.units import GBps
+from models.host_links import concurrent_copy_bps, gpu_link_bps, ring_link_bps
 from models.memory import usable_host_gib
 from models.platform_factors import platform_values
 from models.roofline import Ceilings, ProbeRatios, ceilings
@@ -59,12 +61,23 @@ def ratios_from_profile(profile: Profile, platform: PlatformSpec, fallback: Prob
     g = platform.gpu
     link = fallback.link
     big = [p for p in profile.collectives if p.size_bytes >= 64 * 2**20 and p.op == "all_reduce"]
-    if big and platform.count > 1 and platform.link_gbs > 0:
-        link = max(p.busbw_gbs for p in big) / platform.link_gbs
+    ring_gbs = ring_link_bps(platform, platform.count) / GBps
+    if big and platform.count > 1 and ring_gbs > 0:
+        link = max(p.busbw_gbs for p in big) / ring_gbs
+    h2d = (profile.h2d_gbs / (gpu_link_bps(platform) / GBps)) if profile.h2d_gbs else fallback.h2d
+    links = profile.links
+    if links is not None and profile.gpu_count == platform.count:
+        # measured on this very box: the ring with its own peer-to-peer setting, every GPU copying at once
+        ring = links.large_busbw_gbs(p2p=None if platform.interconnect != "pcie-no-p2p" else False)
+        if ring and ring_gbs > 0:
+            link = ring / ring_gbs
+        copy_gbs = concurrent_copy_bps(platform, platform.count) / GBps
+        if links.concurrent_h2d_gbs and copy_gbs > 0:
+            h2d = links.concurrent_h2d_gbs / copy_gbs
     return ProbeRatios(
         matmul=profile.matmul_tflops / g.matmul_tflops,
         memory=profile.memory_bandwidth_gbs / g.memory_bandwidth_gbs,
-        h2d=(profile.h2d_gbs / g.pcie_gbs) if profile.h2d_gbs else fallback.h2d,
+        h2d=h2d,
         link=link,
         source=f"profile {profile.gpu_name} ({profile.environment.date[:10]})",
     )
@@ -111,7 +124,15 @@ def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, lo
     # the probe read this node's usable RAM (MemTotal or the cgroup limit)
     host = profile.host.usable_ram_gib if same_host and profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
     source = f"profile {profile.gpu_name} x{profile.gpu_count} ({profile.environment.date[:10]})"
-    return Calibration(eff, ceilings(platform, eff, ratios), host, source, ratios, measured)
+    ceil = ceilings(platform, eff, ratios)
+    if same_host and profile.links and profile.links.cpu_adam:
+        # CPU Adam with N processes at once on this host: each rank's rate under the node's contention
+        best: dict[int, float] = {}
+        for pt in profile.links.cpu_adam:
+            best[pt.processes] = max(best.get(pt.processes, 0.0), pt.gparams_per_s)
+        ceil = replace(ceil, cpu_adam_concurrent=tuple(sorted(best.items())))
+        measured.update({f"cpu_adam_x{k}_gparams_per_s": v for k, v in best.items()})
+    return Calibration(eff, ceil, host, source, ratios, measured)
 
 
 def with_network(cal: Calibration, network: Network) -> Calibration:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec
 from knowledge.units import GBps, TFLOP
+from models.host_links import concurrent_copy_bps, ring_link_bps
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,8 @@ class Ceilings:
     cpu_cores: int
     cpu_adam_gparams_s: float | None = None  # DeepSpeed CPU Adam measured on this host (catalog or profile)
     cpu_adam_threads: int | None = None  # ... on this many threads
+    # ((processes, Gparam/s of each), ...): CPU Adam run by that many processes at once (advisor probe)
+    cpu_adam_concurrent: tuple[tuple[int, float], ...] = ()
     # the network between nodes (several nodes only; ``models.calibration.with_network``)
     net_bps: float = 0.0  # per node, one direction, all NICs, line rate, bytes/s
     net_eff: float = 1.0  # achieved / line rate
@@ -56,9 +59,10 @@ def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | No
     return Ceilings(
         matmul_flops=g.matmul_tflops * TFLOP * r.matmul,
         memory_bps=g.memory_bandwidth_gbs * GBps * r.memory,
-        link_bps=0.0 if platform.count == 1 else platform.link_gbs * GBps * r.link,
+        # the server as it is wired (models.host_links): shared uplinks, host memory without peer-to-peer
+        link_bps=0.0 if platform.count == 1 else ring_link_bps(platform, platform.count) * r.link,
         link_eff=link_efficiency(platform, eff),
-        pcie_bps=g.pcie_gbs * GBps * r.h2d,
+        pcie_bps=concurrent_copy_bps(platform, platform.count) * r.h2d,
         cpu_cores=platform.host.cpu_cores,
         cpu_adam_gparams_s=platform.host.cpu_adam_gparams_per_s,
         cpu_adam_threads=platform.host.cpu_adam_threads or platform.host.cpu_cores,

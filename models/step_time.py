@@ -110,10 +110,17 @@ def cpu_adam_threads(s: TrainSetup) -> int:
     return s.platform.host.cpu_cores if s.per_node == 1 else 1
 
 
-def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings) -> float:
+def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_on_node: int = 1) -> float:
     """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + 1 / bandwidth cap): linear in
     threads until the host's memory bandwidth caps it. Where the host's rate was measured (catalog or
-    profile), the cap is what makes the curve pass through that measurement."""
+    profile), the cap is what makes the curve pass through that measurement; where ``advisor probe --links``
+    ran as many concurrent processes as the node's ranks, their measured per-process rate is used.
+    (Sharing the cap among the node's ranks made the study's held-out error worse with the fitted
+    per-thread rate; the 2xH200 measurement, 0.775 -> 0.612 Gparam/s per process from one to two, is
+    stronger contention than that form gives: not modelled without a profile.)"""
+    for procs, per_proc in c.cpu_adam_concurrent:
+        if procs == ranks_on_node and ranks_on_node > 1:
+            return per_proc
     r1 = eff.cpu_adam_thread_gparams_s
     cap = eff.cpu_adam_bandwidth_gparams_s
     if c.cpu_adam_gparams_s and c.cpu_adam_threads:
@@ -170,18 +177,22 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     local = s.trainable / (s.shard_ranks if (case.engine == "deepspeed") else 1)
     opt_bytes = {0: 36.0, 1: 30.0, 2: 30.0, 3: 30.0}[s.zero] if case.engine == "deepspeed" else 28.0
     optimizer, offload = 0.0, 0.0
+    # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM
     h2d = c.pcie_bps * eff.h2d_eff
     if s.offload_optimizer:
-        rate = cpu_adam_gparams_per_s(cpu_adam_threads(s), eff, c) * 1e9
+        rate = cpu_adam_gparams_per_s(cpu_adam_threads(s), eff, c, s.per_node) * 1e9
         cpu = local / rate * eff.offload_step_overhead
         if s.zero == 3 and not s.offload_params:
             cpu *= eff.zero3_offload_opt_overhead
         # gradients stream to the host during backward (half hidden behind it), updated 16-bit weights return
+        # (per micro-batch gradient copies under accumulation made the study's held-out error worse: not taken)
         grads_d2h = local * 4.0 / h2d
         offload = cpu + grads_d2h * (1 - eff.grad_overlap) + local * half / h2d
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)
     if s.offload_params:
+        # ZeRO-3 parameter offload: every fetch (forward, backward, recompute) first copies the rank's
+        # 16-bit partition from pinned host memory, then all-gathers it (``zero_communication``)
         offload += accum * (2 + case.recompute) * all_16bit / n / h2d
 
     return StepTime(

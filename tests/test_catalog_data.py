@@ -161,11 +161,14 @@ def test_platforms() -> None:
     ids = [p["id"] for p in items]
     assert len(ids) == len(set(ids))
     assert set(ids) == {
-        "a800x8", "rtx4090x8", "rtx3090x8", "rtx3090x8-pcie", "h100x1", "h200x1", "h200x2", "h200x8",
+        "a800x8", "rtx4090x8", "rtx3090x8", "rtx3090x8-pcie", "h100x1", "h200x1", "h200x2", "h200x8", "v100x16",
     }  # fmt: skip
     for p in items:
         measured = {"cpu_adam_gparams_per_s", "cpu_adam_threads", "cpu_adam_source"}
-        assert set(p) - measured == {"id", "cpu_cores", "host_ram_gib", "interconnect", "notes", "source"}, p["id"]
+        topology = {"sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "dram_measured", "topology_source"}
+        assert set(p) - measured - topology == {"id", "cpu_cores", "host_ram_gib", "interconnect", "notes", "source"}, p["id"]
+        if set(p) & topology:  # the host's wiring carries its own source
+            assert "topology_source" in p and len(p["topology_source"]) > 20, p["id"]
         assert not set(p) & measured or set(p) >= measured, p["id"]  # a measured rate says where it came from
         assert isinstance(p["cpu_cores"], int) and p["cpu_cores"] > 0
         assert p["host_ram_gib"] > 0

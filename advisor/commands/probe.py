@@ -136,6 +136,15 @@ def _summary(profile: Any) -> Any:
         if pts:
             best = max(pts, key=lambda p: p.busbw_gbs)
             t.add_row(f"{op} x{best.ranks} busbw", f"{best.busbw_gbs:.4g} GB/s at {best.size_bytes / 2**20:.0f} MiB")
+    if profile.links:
+        lk = profile.links
+        on, off = lk.large_busbw_gbs(p2p=True), lk.large_busbw_gbs(p2p=False)
+        fmt = lambda x: "-" if x is None else f"{x:.4g}"  # noqa: E731
+        t.add_row("all_reduce busbw >= 64 MiB, P2P on / off", f"{fmt(on)} / {fmt(off)} GB/s")
+        if lk.concurrent_h2d_gbs:
+            t.add_row("pinned host→device, every GPU at once", f"{lk.concurrent_h2d_gbs:.3g} GB/s per GPU")
+        for pt in lk.cpu_adam:
+            t.add_row(f"CPU Adam, {pt.processes} processes at once", f"{pt.gparams_per_s:.3g} Gparams/s each")
     if profile.inter_node:
         n = profile.inter_node
         t.add_row(f"network, {n.nodes} nodes x {n.gpus_per_node} rails", f"{n.busbw_gbs:.4g} GB/s per node")
@@ -165,6 +174,9 @@ def probe(
                               "under a small design of configurations (catalog name, inline JSON or config.json)."),
     budget: float = typer.Option(120.0, "--budget", min=0.0, max=3600.0,
                                  help="Seconds for the real-layer design (0 skips it)."),
+    links: Optional[bool] = typer.Option(None, "--links/--no-links", help="How the GPUs are wired: P2P matrix, "
+                                         "collectives with P2P on and off, concurrent pinned copies, CPU Adam with one "
+                                         "process per GPU (default: on with 2 or more GPUs; about two minutes)."),
 ) -> None:
     """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings.
 
@@ -186,6 +198,7 @@ def probe(
     _model_or_fail(model)
     device = _resolve_device(device)
     macro_cases = [_macro_case(m) for m in macro]
+    want_links = _links_wanted(links, _gpu_count(device))
     messages: list[str] = []
     err = Console(stderr=True)
     try:
@@ -214,6 +227,13 @@ def probe(
                     bar.update(task, description=f"macro probe {case.id} ({i + 1}/{len(macro_cases)})")
                     rows.append(macro_probe(case, arch, device=device))
                 profile = profile.model_copy(update={"macro": list(profile.macro) + rows})
+            if want_links:
+                from probes.links import measure_links
+
+                bar.update(task, description="links: P2P, collectives P2P on/off, concurrent copies, CPU Adam")
+                procs = tuple(sorted({1, profile.gpu_count}))
+                measured = measure_links(procs=procs, allow_build=True)
+                profile = profile.model_copy(update={"links": measured})
     except KeyboardInterrupt:
         typer.echo("advisor probe: interrupted; nothing written", err=True)
         raise typer.Exit(130)
@@ -230,6 +250,24 @@ def probe(
         _fail(f"cannot write --out {out}: {e.strerror or e}")
     Console().print(_summary(profile))
     typer.echo(f"wrote {out}" + (f" (previous kept as {bak})" if bak else ""))
+
+
+def _gpu_count(device: str) -> int:
+    if device == "cpu":
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def _links_wanted(links: bool | None, gpus: int) -> bool:
+    """``--links`` default: on where there are links to measure (2 or more GPUs); asked for with fewer, one
+    line and a non-zero exit before anything is written."""
+    if links is None:
+        return gpus >= 2
+    if links and gpus < 2:
+        _fail(f"--links needs 2 or more GPUs; this machine has {gpus}: use --no-links")
+    return links
 
 
 def _probe_across_nodes(out: Path | None, device: str | None, quick: bool) -> None:

@@ -1,0 +1,49 @@
+"""Benchmark: DeepSpeed's ZeRO-3 sweep over inter-node bandwidth, against the advisor's collective model.
+
+Run: python tests/benchmarks/zero3_bandwidth_sweep.py > tests/benchmarks/zero3_bandwidth_sweep.out.txt
+
+Measured (as quoted in issue 23 of this project, from DeepSpeed's published ZeRO-3 sweep): 24 nodes x 16
+V100 32GB, an 18B-parameter model, 26, 37, 40 and 47 TFLOP/s per GPU at 1, 2, 4 and 8 x 100 Gb/s per node.
+Nothing is fitted to these numbers: the network terms are bandwidths and latencies (models/collectives.py).
+The model is a Llama-style proxy of the same size (40 layers, hidden 6144: 12 x 40 x 6144^2 = 18.1B);
+the paper's micro-batch and sequence length are not quoted, so mb 8 x 1024 tokens is an assumption.
+The check (tests/test_zero3_sweep.py) is on each ratio to the 100 Gb/s point, within 25%.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+warnings.filterwarnings("ignore")
+
+from advisor.predictor import Predictor  # noqa: E402
+from knowledge.schema import TrainCase  # noqa: E402
+
+MEASURED_TFLOPS = {100: 26.0, 200: 37.0, 400: 40.0, 800: 47.0}
+MODEL_18B = {"hidden_size": 6144, "intermediate_size": 16384, "num_hidden_layers": 40, "num_attention_heads": 48,
+             "num_key_value_heads": 48, "vocab_size": 50257}
+
+
+def sweep() -> list[tuple[int, float, float]]:
+    """(Gb/s per node, predicted TFLOP/s per GPU, measured)."""
+    p = Predictor()
+    out = []
+    for gbps, measured in MEASURED_TFLOPS.items():
+        case = TrainCase(id=str(gbps), task="pretrain", hardware="v100x16", model=MODEL_18B, nodes=24, zero_stage=3,
+                         recompute=True, micro_batch_size=8, seq_len=1024, inter_node_gbps=gbps)
+        out.append((gbps, p.predict(case).model_tflops_per_gpu, measured))
+    return out
+
+
+def main() -> None:
+    rows = sweep()
+    base_p, base_m = rows[0][1], rows[0][2]
+    print("ZeRO-3, 24 x v100x16, 18B proxy, mb 8 x 1024, recompute")
+    print(f"{'Gb/s':>6} {'pred TFLOP/s':>13} {'meas':>6} {'pred ratio':>11} {'meas ratio':>11} {'ratio err':>10}")
+    for g, pr, me in rows:
+        rp, rm = pr / base_p, me / base_m
+        print(f"{g:>6} {pr:>13.1f} {me:>6.1f} {rp:>11.2f} {rm:>11.2f} {rp / rm - 1:>+10.0%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The PCIe server as wired (models.host_links), the links probe on CPU, and per-class error bars."""
+
+from knowledge.catalog import resolve_platform
+from knowledge.platform_class import class_rel_error, platform_class
+from knowledge.schema import LinksProbe, Profile
+from models.host_links import concurrent_copy_bps, gpu_link_bps, ring_link_bps
+
+
+def test_geforce_box_stages_through_host_memory_and_unmeasured_priors_stay_off():
+    p = resolve_platform("rtx4090x8")
+    # no P2P: every hop crosses PCIe twice through host memory (the catalog's ring before host_links)
+    assert ring_link_bps(p, 8) == p.gpu.pcie_gbs * 1e9 / 2 == p.link_gbs * 1e9
+    # the Gen3 root ports and the DRAM prior are not applied (they made the held-out error worse)
+    assert concurrent_copy_bps(p, 8) == gpu_link_bps(p) == p.gpu.pcie_gbs * 1e9
+    # a measured DRAM bandwidth does cap the eight staged rings and copies
+    measured = p.model_copy(update={"host": p.host.model_copy(update={"dram_measured": True})})
+    assert ring_link_bps(measured, 8) < ring_link_bps(p, 8)
+    # two GPUs behind one switch (an HGX A100 board) share its uplink when all copy at once
+    a800 = resolve_platform("a800x8")
+    hgx = a800.model_copy(update={"host": a800.host.model_copy(update={"gpus_per_uplink": 2})})
+    assert concurrent_copy_bps(a800, 8) == gpu_link_bps(a800)
+    assert concurrent_copy_bps(hgx, 8) == gpu_link_bps(a800) / 2
+
+
+def test_p2p_off_is_slower_than_on_and_nvswitch_unchanged():
+    p = resolve_platform("h200x2")
+    assert ring_link_bps(p, 2) == p.gpu.nvlink_gbs * 1e9
+    assert ring_link_bps(p, 2, p2p=False) < ring_link_bps(p, 2) / 5
+
+
+def test_platform_classes_and_their_error():
+    assert platform_class(resolve_platform("rtx4090x8")) == "PCIe consumer"
+    assert platform_class(resolve_platform("rtx3090x8")) == "PCIe consumer"
+    assert platform_class(resolve_platform("a800x8")) == "NVLink/NVSwitch"
+    assert platform_class(resolve_platform("l40sx4")) == "PCIe datacenter"
+    assert platform_class(resolve_platform("h100x1")) == "single GPU"
+    assert platform_class(resolve_platform("h100x8"), nodes=4) == "multi-node"
+    table = {"PCIe consumer": {"mape": 0.6, "n": 10}, "NVLink/NVSwitch": {"mape": 0.2, "n": 5}}
+    assert class_rel_error(table, "NVLink/NVSwitch") == 0.2
+    assert class_rel_error(table, "multi-node") == 0.6  # unmeasured: the widest measured class
+
+
+def test_links_probe_runs_on_cpu_and_old_profiles_still_load(tmp_path):
+    from probes.links import concurrent_copies, cpu_adam_concurrent
+
+    single, h2d, d2h = concurrent_copies(2**16, toy=True, repeats=2)
+    assert single > 0 and h2d > 0 and d2h > 0
+    pt = cpu_adam_concurrent(2, 50_000, 1)
+    assert pt.processes == 2 and pt.gparams_per_s > 0
+    probe = LinksProbe(gpus=0, single_h2d_gbs=single, concurrent_h2d_gbs=h2d, cpu_adam=[pt])
+    assert LinksProbe.model_validate_json(probe.model_dump_json()).cpu_adam[0].processes == 2
+    assert "links" not in Profile.model_fields or Profile.model_fields["links"].default is None
+
+
+def _measured_links():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "knowledge/measurements/own/logs/h200x2-links-2026-11-23.json"
+    return LinksProbe.model_validate(json.loads(path.read_text()))
+
+
+def test_p2p_off_collectives_match_the_h200_measurement():
+    """NCCL_P2P_DISABLE=1 on the two H200s (a GeForce box's path through host memory): the ring's ceiling
+    from the catalog's topology, times the copy engine's achieved fraction of a link (the same probe's
+    single-GPU pinned copy), is each collective's measured bus bandwidth at >= 64 MiB within 25%."""
+    links = _measured_links()
+    p = resolve_platform("h200x2")
+    copy_frac = links.single_h2d_gbs * 1e9 / gpu_link_bps(p)
+    predicted_gbs = ring_link_bps(p, 2, p2p=False) * copy_frac / 1e9
+    big = [c for c in links.collectives if not c.p2p and c.size_bytes >= 64 * 2**20]
+    assert {c.op for c in big} == {"all_reduce", "all_gather", "reduce_scatter"}
+    for c in big:
+        assert abs(predicted_gbs - c.busbw_gbs) / c.busbw_gbs <= 0.25, (c.op, c.size_bytes, predicted_gbs, c.busbw_gbs)
+    # and P2P on is NVLink, an order of magnitude above: the model must not confuse the two
+    on = links.large_busbw_gbs(p2p=True)
+    assert on > 5 * predicted_gbs
+
+
+def test_concurrent_copies_as_measured_on_the_h200s():
+    """probes/links.py reports each GPU's share with every GPU copying at once: on the H200 host that is
+    the single-GPU rate (own uplinks), and the model's concurrent ceiling says the same."""
+    links = _measured_links()
+    p = resolve_platform("h200x2")
+    copy_frac = links.single_h2d_gbs * 1e9 / gpu_link_bps(p)
+    per_gpu_gbs = concurrent_copy_bps(p, 2) * copy_frac / 1e9
+    assert abs(per_gpu_gbs - links.concurrent_h2d_gbs) / links.concurrent_h2d_gbs <= 0.25
+
+
+def test_class_error_comes_from_the_held_out_predictions():
+    from types import SimpleNamespace as NS
+
+    from advisor.validation import held_out_by_class
+
+    a800, g4090 = resolve_platform("a800x8"), resolve_platform("rtx4090x8")
+    row = lambda p: NS(platform=p, case=NS(nodes=1))  # noqa: E731
+    held = [NS(row=row(g4090), predicted=150.0, measured=100.0), NS(row=row(g4090), predicted=50.0, measured=100.0),
+            NS(row=row(a800), predicted=110.0, measured=100.0)]
+    got = held_out_by_class(held)
+    assert got == {"PCIe consumer": {"mape": 0.5, "n": 2}, "NVLink/NVSwitch": {"mape": 0.1, "n": 1}}
+
+
+def test_bundled_interval_of_rtx4090x8_covers_its_class_held_out_error():
+    """The bundled fit carries per-class figures (written by ``advisor calibrate``), and a prediction on the
+    study's GeForce box gets an interval at least as wide as its class's held-out MAPE."""
+    from advisor.predictor import Predictor
+    from knowledge.efficiency import load_held_out_by_class
+    from knowledge.schema import TrainCase
+
+    table = load_held_out_by_class("fitted")
+    consumer = table["train"]["PCIe consumer"]
+    assert consumer["n"] >= 10
+    case = TrainCase(id="c", model="llama2-7b", hardware="rtx4090x8", task="pretrain", zero_stage=3, seq_len=512)
+    pred = Predictor().predict(case)
+    lo, hi = pred.interval["tokens_per_s"]
+    assert hi / pred.tokens_per_s - 1 >= consumer["mape"] - 1e-9
+    assert 1 - lo / pred.tokens_per_s < hi / pred.tokens_per_s - 1  # the band is (x/(1+e), x(1+e))
+
+
+def test_a_profile_carrying_links_makes_predictions_use_the_measured_busbw():
+    import json
+    from pathlib import Path
+
+    from advisor.predictor import calibration_for
+
+    root = Path(__file__).resolve().parents[1] / "knowledge/measurements"
+    prof = Profile.model_validate(json.loads((root / "profiles/h200x2.json").read_text()))
+    links = _measured_links()
+    p = resolve_platform("h200x2")
+    without = calibration_for(p, prof.model_copy(update={"links": None}))
+    with_links = calibration_for(p, prof.model_copy(update={"links": links}))
+    assert abs(with_links.ceilings.link_bps - links.large_busbw_gbs(p2p=True) * 1e9) < 1e3
+    assert abs(with_links.ceilings.pcie_bps - links.concurrent_h2d_gbs * 1e9) < 1e3
+    assert with_links.ceilings.link_bps != without.ceilings.link_bps
+
+
+def test_probe_links_flag_refuses_a_machine_without_two_gpus():
+    from typer.testing import CliRunner
+
+    from advisor import cli
+
+    if not cli.app.registered_commands:
+        cli._register()
+    res = CliRunner().invoke(cli.app, ["probe", "--device", "cpu", "--links", "--budget", "0", "--out", "/tmp/never-written.json"])
+    assert res.exit_code != 0
+    assert "--links needs 2 or more GPUs" in res.output and "Traceback" not in res.output
