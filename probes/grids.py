@@ -324,7 +324,33 @@ def _families_validation(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
+def _families_validation_2gpu() -> list[dict[str, Any]]:
+    """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
+    ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
+    m = {k: CONFIGS + f + ".json" for k, f in (("q8", "qwen3-8b"), ("q4", "qwen3-4b"), ("phi", "phi-3-mini-4k"),
+                                               ("moe", "qwen1.5-moe-a2.7b"), ("dsv2", "deepseek-v2-lite"),
+                                               ("g2", "gemma-2-2b"), ("olmoe", "olmoe-1b-7b"), ("g3", "gemma-3-1b"))}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case("h200x2", f"h200x2v-{cid}", m[model], task, gpus=kw.pop("gpus", 2), **slow, **kw)
+
+    return [
+        c("q4-full-ds-z2-mb4-s4096", "q4", "pretrain", **ds, zero_stage=2, micro_batch_size=4, seq_len=4096),
+        c("dsv2-lora-ds-z2-mb2-s2048", "dsv2", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=2),
+        c("phi-lora-pt-mb8-s2048", "phi", "finetune", method="lora", **pt, micro_batch_size=8,
+          lora_targets=["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]),
+        c("moe-full-ds-z3-mb1-s2048", "moe", "pretrain", **ds, zero_stage=3),
+        c("g2-lora-ds-z0-mb4-s4096", "g2", "finetune", method="lora", **ds, micro_batch_size=4, seq_len=4096),
+        c("q8-full-ds-z3-rc-mb4-s4096", "q8", "pretrain", **ds, zero_stage=3, recompute=True, micro_batch_size=4,
+          seq_len=4096),
+        c("g3-full-ds-z2-mb4-s4096", "g3", "pretrain", **ds, zero_stage=2, micro_batch_size=4, seq_len=4096),
+        c("olmoe-full-ds-z3-mb2-s2048", "olmoe", "pretrain", **ds, zero_stage=3, micro_batch_size=2),
+        c("q4-qlora-pt-g1-mb8-s2048", "q4", "finetune", method="qlora", **pt, micro_batch_size=8, gpus=1),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
+                         "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-families": lambda: _families("h100x1", "h100f", 1),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
