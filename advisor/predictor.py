@@ -6,6 +6,8 @@ into contract error lines so one bad case never stops the others.
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -15,7 +17,7 @@ from knowledge.efficiency import (
     Efficiencies, load_efficiencies, load_held_out_error, load_platform_factors, load_probe_ratios,
 )
 from knowledge.errors import AdvisorError
-from knowledge.schema import ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
+from knowledge.schema import ModelArch, ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
 from knowledge.fabrics import network_for
 from models.calibration import Calibration, check_profile, from_fit, from_profile, with_network
@@ -114,6 +116,7 @@ class Predictor:
         from advisor.traces import TraceBook
 
         self.traces = TraceBook()
+        self._kv: dict[str, list | None] = {}
 
     def _kept(self, task: str, platform: PlatformSpec, build) -> Calibration:
         key = f"{task}/{platform.id}/{platform.count}/{platform.host.model_dump_json()}"  # a --host-ram-gib override is another machine
@@ -144,7 +147,21 @@ class Predictor:
             return pred.model_copy(update={"network": network.label})
         from models.serving import predict_serving
 
+        arch = self.kv_layout(arch)
         return predict_serving(case, arch, platform, self.serving_calibration(platform), self._held_out.get("serve"))
+
+    def kv_layout(self, arch: ModelArch) -> ModelArch:
+        """``arch`` with its KV cache laid out as its own config says (sliding windows, latent KV), read once per
+        model through transformers' config class; a Llama-family decoder keeps the plain count."""
+        from advisor.traces import HAND_COUNTED
+        from knowledge.catalog import kv_groups
+
+        if arch.hf_config is None or arch.kv_groups is not None or arch.hf_model_type in HAND_COUNTED:
+            return arch
+        key = json.dumps(arch.hf_config, sort_keys=True, default=str)
+        if key not in self._kv:
+            self._kv[key] = kv_groups(arch.hf_config)
+        return arch.model_copy(update={"kv_groups": self._kv[key]}) if self._kv[key] else arch
 
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:

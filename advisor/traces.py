@@ -23,6 +23,7 @@ BUNDLED_TRACES = BUNDLED / "data" / "traces"
 # Families whose layer the hand count (models.architecture) describes operator for operator: a config.json of one
 # of them predicts exactly as the catalog model does
 HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
+WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not a variant)
 
 
 def sliding_window(config: dict[str, Any]) -> int | None:
@@ -91,13 +92,15 @@ class TraceBook:
 
         config = config_dict(arch)
         h = config_hash(config)
-        if h not in self._windows:
-            self._windows[h] = sliding_window(config)
+        files = (BUNDLED_TRACES / f"{h}.json", _user_dir() / f"{h}.json")
+        if h not in self._windows:  # kept beside the traces: a cached model needs no import of transformers
+            known = [self._file(p)[WINDOW] for p in files if WINDOW in self._file(p)]
+            self._windows[h] = known[0] if known else sliding_window(config)
         v = variant_for(case, self._windows[h])
         key = (h, v.key)
         if key in self._kept:
             return self._kept[key]
-        for path in (BUNDLED_TRACES / f"{h}.json", _user_dir() / f"{h}.json"):
+        for path in files:
             found = self._file(path).get(v.key)
             if found:
                 t = ArchTrace.model_validate(found)
@@ -111,7 +114,8 @@ class TraceBook:
         t = timed_run(lambda: run_trace(config, v), f"tracing {Path(arch.name).stem} on fake tensors", 15.0,
                       disable=not interactive())
         self._kept[key] = t
-        save(_user_dir() / f"{h}.json", t)
+        save(_user_dir() / f"{h}.json", t, self._windows[h])
+        self._files.pop(_user_dir() / f"{h}.json", None)
         return t
 
 
@@ -126,11 +130,13 @@ def run_trace(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         raise AdvisorError(f"tracing needs torch, transformers and peft: {e}") from None
 
 
-def save(path: Path, trace: ArchTrace) -> None:
-    """Add ``trace`` to the file of its config, atomically, keeping the variants already there."""
+def save(path: Path, trace: ArchTrace, window: int | None = None) -> None:
+    """Add ``trace`` to the file of its config, atomically, keeping the variants already there (and the config's
+    sliding window, under ``WINDOW``)."""
     from knowledge.store import atomic_write_json
 
     data = _read(path) if path.is_file() else {}
     data[trace.variant.key] = trace.model_dump(mode="json")
+    data[WINDOW] = window
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, data)

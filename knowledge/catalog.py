@@ -239,8 +239,6 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
         fields["hf_config"] = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
-    if "model_type" in cfg and str(cfg["model_type"]) not in ("llama", "mistral", "mixtral", "qwen2"):
-        fields["kv_groups"] = kv_groups(cfg)
     if fields.get("num_experts_per_tok") and not fields.get("num_local_experts"):
         fields.pop("num_experts_per_tok")  # a dense model that names a default
     # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers

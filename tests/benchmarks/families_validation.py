@@ -1,8 +1,8 @@
 """Predictions stored before the runs, against what the runs measured: architectures and shapes outside the catalog
 (Qwen3-4B, Phi-3-medium 14B, OLMoE 64 experts, Gemma-3's 5:1 sliding pattern, DeepSeek-V2-Lite with its own LoRA
-names, ...) on one H100, 2026-11-24. The predictions are the ones in
-``knowledge/measurements/own/logs/h100-families-validation-predictions-2026-11-24.jsonl``, written by
-``advisor predict`` before the call; the code that made them is the commit that added that file. A second column
+names, ...) on one H100 and on two H200s, 2026-11-24. The predictions are the ones in
+``knowledge/measurements/own/logs/*-families-validation-predictions-2026-11-24.jsonl``, written by ``advisor predict``
+before each call; the code that made them is the commit that added that file. A second column
 predicts the same cases with the code of today (changes made after seeing these runs are not held out).
 
     python tests/benchmarks/families_validation.py > tests/benchmarks/families_validation.out.txt
@@ -28,10 +28,18 @@ def _score(label: str, pairs: list[tuple[dict, dict]]) -> None:
           f"fit verdicts {sum(ok)}/{len(ok)}")
 
 
+MACHINES = ("h100", "h200x2")
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
 def main() -> None:
-    before = {json.loads(x)["id"]: json.loads(x) for x in
-              (OWN / "logs" / "h100-families-validation-predictions-2026-11-24.jsonl").read_text().splitlines() if x.strip()}
-    rows = [json.loads(x) for x in (OWN / "h100-families-validation-2026-11-24.jsonl").read_text().splitlines() if x.strip()]
+    before = {p["id"]: p for m in MACHINES
+              for p in _lines(OWN / "logs" / f"{m}-families-validation-predictions-2026-11-24.jsonl")}
+    rows = [r for m in MACHINES for r in _lines(OWN / f"{m}-families-validation-2026-11-24.jsonl")
+            if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
     now_p = Predictor()
     stored, now = [], []
     print(f"{'run':38s} {'measured':>16s} | {'stored before':>26s} | {'code of today':>26s}")
@@ -46,6 +54,8 @@ def main() -> None:
         print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
     _score("stored before the runs", stored)
     _score("code of today", now)
+    for m in MACHINES:
+        _score(f"  {m}, stored", [(p, q) for p, q in stored if p["id"].startswith(m.replace("h200x2", "h200x2v").replace("h100", "h100v"))])
 
 
 if __name__ == "__main__":
