@@ -17,7 +17,7 @@ from knowledge.efficiency import (
     Efficiencies, load_efficiencies, load_held_out_error, load_platform_factors, load_probe_ratios,
 )
 from knowledge.errors import AdvisorError
-from knowledge.schema import ModelArch, ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
+from knowledge.schema import KVGroup, ModelArch, ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
 from knowledge.fabrics import network_for
 from models.calibration import Calibration, check_profile, from_fit, from_profile, with_network
@@ -161,7 +161,8 @@ class Predictor:
         key = json.dumps(arch.hf_config, sort_keys=True, default=str)
         if key not in self._kv:
             self._kv[key] = kv_groups(arch.hf_config)
-        return arch.model_copy(update={"kv_groups": self._kv[key]}) if self._kv[key] else arch
+        groups = self._kv[key]
+        return arch.model_copy(update={"kv_groups": [KVGroup(**g) for g in groups]}) if groups else arch
 
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:

@@ -72,3 +72,19 @@ def test_hand_count_agrees_with_the_trace_on_llama() -> None:
     gemm = sum(g.flops.per_token for g in t.layer.gemms if g.phase == "fwd")
     assert gemm == pytest.approx(sum(lin.flops(1) for lin in linears(arch)), rel=1e-6)
     assert t.params.total == arch.param_count
+
+
+def test_kv_cache_as_the_model_lays_it_out() -> None:
+    """Sliding layers keep their window, latent attention its compressed vector (read through transformers)."""
+    from advisor.predictor import Predictor
+    from knowledge.catalog import resolve_model
+    from models.kv_cache import kv_cache_bytes
+
+    p = Predictor()
+    gemma = p.kv_layout(resolve_model("knowledge/data/configs/gemma-2-9b.json"))
+    full = 2 * 8 * 256 * 2  # bytes per token and layer: K and V of 8 heads of 256, bf16
+    # 42 layers alternate sliding (window 4096) and full: at 32k tokens half the layers hold 4096
+    assert kv_cache_bytes(gemma, 1, 16, 32768) == 21 * 32768 * full + 21 * 4096 * full
+    ds = p.kv_layout(resolve_model("knowledge/data/configs/deepseek-v2-lite.json"))
+    assert kv_cache_bytes(ds, 1, 16, 1000) == 27 * 1000 * (512 + 64) * 2  # latent 512 + RoPE key 64
+    assert kv_cache_bytes(ds, 2, 16, 1000) == kv_cache_bytes(ds, 1, 16, 1000)  # replicated over TP ranks
