@@ -76,7 +76,6 @@ class _Counter:
         self.live = 0.0
         self.peak = 0.0
         self._refs: dict[int, Any] = {}
-        self.tokens = 1
 
     def track(self, t: Any) -> None:
         if self.phase == "bwd" and tuple(t.shape) in self.grad_shapes:
@@ -265,13 +264,12 @@ def seqs(v: TraceVariant) -> tuple[int, ...]:
     return tuple(v.min_seq + s for s in SEQS)
 
 
-def _run(model: Any, fake: Any, v: TraceVariant, seq: int, vocab: int) -> dict[str, Any]:
+def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     import torch
 
     params = [p for p in model.parameters()]
     keys = {p.untyped_storage()._cdata for p in params} | {b.untyped_storage()._cdata for b in model.buffers()}
     c = _Counter(keys, _weight_shapes(model), {tuple(p.shape) for p in params if p.requires_grad})
-    c.tokens = seq
     hooks = [p.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", None)) for p in params if p.requires_grad]
     def shift(d: int) -> Any:
         return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
@@ -368,7 +366,7 @@ def _scale(p: Poly, k: float) -> Poly:
     return Poly(const=p.const * k, per_token=p.per_token * k, per_token_seq=p.per_token_seq * k)
 
 
-def _params(model: Any, v: TraceVariant) -> dict[str, float]:
+def _params(model: Any) -> dict[str, float]:
     import torch
 
     def count(pred) -> float:
@@ -434,14 +432,14 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         model, fake = _build(config, n, variant)
         used = model.config._attn_implementation
         try:
-            runs = [_run(model, fake, variant, s, int(config["vocab_size"])) for s in seqs(variant)]
+            runs = [_run(model, fake, variant, s) for s in seqs(variant)]
         except AdvisorError:
             raise
         except Exception as e:  # the model's code did something fake tensors cannot follow
             raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
                                f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
         cuts.append(_part(runs, seqs(variant)))
-        params.append(_params(model, variant))
+        params.append(_params(model))
     a, b = cuts
     pa, pb = params
     per_layer = {k: (pb[k] - pa[k]) / p for k in pa}
