@@ -17,7 +17,7 @@ from typing import Any, Callable
 from knowledge.errors import AdvisorError
 from knowledge.paths import BUNDLED, advisor_home
 from knowledge.schema import ModelArch, TrainCase
-from knowledge.traces import ArchTrace, TraceVariant
+from knowledge.traces import TRACE_SCHEMA, ArchTrace, TraceVariant
 
 BUNDLED_TRACES = BUNDLED / "data" / "traces"
 # Families whose layer the hand count (models.architecture) describes operator for operator: a config.json of one
@@ -75,12 +75,30 @@ class TraceBook:
         self._kept: dict[tuple[str, str], ArchTrace] = {}
         self._files: dict[Path, dict[str, Any]] = {}
         self._windows: dict[str, int | None] = {}
+        self._versions: dict[str, str | None] | None = None
         self.on_trace = on_trace  # told before a trace runs (a progress line for the CLI)
 
     def _file(self, path: Path) -> dict[str, Any]:
         if path not in self._files:
             self._files[path] = _read(path) if path.is_file() else {}
         return self._files[path]
+
+    def _current(self, record: dict[str, Any]) -> bool:
+        """A record traced by this tracer with the installed transformers and PEFT: the code a run will execute
+        (transformers 5.17 runs Gemma-2 with SDPA, 5.23 eager only). Read from the packages' metadata, no import."""
+        if self._versions is None:
+            from importlib.metadata import PackageNotFoundError, version
+
+            def installed(name: str) -> str | None:
+                try:
+                    return version(name)
+                except PackageNotFoundError:
+                    return None
+
+            self._versions = {k: installed(k) for k in ("transformers", "peft")}
+        got = record.get("versions") or {}
+        return record.get("schema_version") == TRACE_SCHEMA and all(
+            want is None or got.get(k) == want for k, want in self._versions.items())
 
     def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
         """The trace of ``arch`` under ``case``; None for a Llama-family decoder (catalog, inline or config.json), whose
@@ -102,7 +120,7 @@ class TraceBook:
             return self._kept[key]
         for path in files:
             found = self._file(path).get(v.key)
-            if found:
+            if found and self._current(found):
                 t = ArchTrace.model_validate(found)
                 self._kept[key] = t
                 return t

@@ -30,7 +30,13 @@ class Efficiencies(BaseModel):
     gemm_eff_max: float = _p(0.75, "prior: cuBLAS bf16 GEMMs reach ~75-80% of dense peak at large sizes (H100 790/989)", 0.05, 1)
     gemm_half_tokens: float = _p(256.0, "prior: GEMM efficiency reaches half its maximum at this many tokens (rows)", 1)
     memory_eff: float = _p(0.7, "prior: elementwise kernels reach ~70% of HBM bandwidth", 0.05, 1)
-    trace_dram_fraction: float = _p(0.53, "derived: of the bytes the traced memory-bound kernels of Llama-2-7B read and write (789 kB per token per layer forward), the hand count v2 was fitted with moved 421 kB through HBM: a layer's small tensors stay in L2", 0.05, 1)
+    # kernel-level rates of a traced model's own operators, fitted to the kernel times of real steps (probes/anatomy.py:
+    # 8 steps of Qwen3, Phi-3, Qwen1.5-MoE, OLMoE, DeepSeek-V2-Lite on one H100, 2026-11-24, knowledge/measurements/own/
+    # logs/h100-anatomy-2026-11-24.jsonl; leaving each family out: GEMM time 5.5%, memory-bound time 10.5% MAPE, n=8)
+    trace_gemm_eff_max: float = _p(0.98, "fitted (anatomy, above): a traced model's GEMM kernels reach 98% of the probed matmul ceiling at large row counts", 0.05, 1)
+    trace_gemm_half_rows: float = _p(273.0, "fitted (anatomy, above): rows per GEMM (per expert for routed experts' grouped GEMM) at which the efficiency is half its maximum", 1)
+    trace_stream_bytes_eff: float = _p(0.80, "fitted (anatomy, above): traced streaming memory-bound kernels (norms, casts, activations, residuals, loss) move their bytes at 80% of the probed bandwidth", 0.05, 1)
+    trace_irregular_bytes_eff: float = _p(0.43, "fitted (anatomy, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) move their bytes at 43% of the probed bandwidth", 0.02, 1)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
     masked_attention_factor: float = _p(0.5, "prior: with an explicit mask (a sliding window) PyTorch's SDPA runs the memory-efficient kernel, about half FlashAttention-2's rate (Dao 2023, FlashAttention-2, figs. 4-6: 1.7-3x over xformers' cutlass kernel)", 0.05, 1)
     extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)

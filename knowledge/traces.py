@@ -16,7 +16,7 @@ from pydantic import Field
 
 from knowledge.schema import Strict
 
-TRACE_SCHEMA = 1
+TRACE_SCHEMA = 3  # 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -61,6 +61,8 @@ class Part(Strict):
     attention_calls: float = 0.0
     other_bytes_fwd: Poly = Poly()  # memory-bound kernels: norms, upcasts, RoPE, activations, residuals, loss
     other_bytes_bwd: Poly = Poly()
+    irregular_bytes_fwd: Poly = Poly()  # of other_bytes: kernels that follow an index (gather, scatter, sort, lookup)
+    irregular_bytes_bwd: Poly = Poly()
     kernels_fwd: float = 0.0  # kernels launched (view ops excluded)
     kernels_bwd: float = 0.0
     adapter_kernels_fwd: float = 0.0  # of kernels_fwd, those launched inside PEFT's LoRA modules
@@ -127,7 +129,7 @@ class ArchTrace(Strict):
                 flops = g.flops.plus(lg.flops, -k) if lg else g.flops
                 gemms.append(g.model_copy(update={"calls": calls, "flops": flops}))
         polys = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-                 "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
+                 "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
         counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
         return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in polys},
                     **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in counts})

@@ -22,6 +22,13 @@ def gemm_efficiency(tokens: float, eff: Efficiencies) -> float:
     return eff.gemm_eff_max * tokens / (tokens + eff.gemm_half_tokens)
 
 
+def trace_gemm_efficiency(rows: float, eff: Efficiencies) -> float:
+    """A traced GEMM's fraction of the matmul ceiling at ``rows`` rows (per expert for a grouped GEMM): kernel-level
+    rates from ``probes.anatomy``, not the step-level fit of the hand count (whose GEMM rate absorbs the elementwise
+    time the hand count leaves out)."""
+    return eff.trace_gemm_eff_max * rows / (rows + eff.trace_gemm_half_rows)
+
+
 def elementwise_bytes_per_token_layer(s: TrainSetup) -> float:
     """Forward bytes of the memory-bound ops of one layer: norms, RoPE, residuals, SwiGLU."""
     a = s.arch
@@ -72,7 +79,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     case = s.case
     b, n = case.micro_batch_size, case.seq_len
     T = s.tokens
-    bw = c.memory_bps * eff.memory_eff
+    bw = c.memory_bps * eff.trace_stream_bytes_eff
     w_bytes = QUANT_BYTES[case.quantization]
     shapes: dict[tuple, dict[str, float]] = {}
     for g in part.gemms:
@@ -81,7 +88,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
         rows = max(g.rows_per_token * T, 1.0)
         flops = g.flops.at(b, n)
         quant = g.quantizable and case.quantization != "none"
-        gemm = flops / (c.matmul_flops * gemm_efficiency(rows, eff))
+        gemm = flops / (c.matmul_flops * trace_gemm_efficiency(rows, eff))
         weight_bytes = g.k * g.n * g.calls * (w_bytes if quant else 2.0)
         nbytes = weight_bytes + 2.0 * rows * (g.k + g.n) * g.calls
         t = max(gemm, nbytes / bw)
@@ -107,14 +114,18 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
             slow = 1.0 / eff.masked_attention_factor - 1.0  # the masked share runs the slower kernel
             t_f, t_b = (att_f + slow * masked_f) / rate, (att_b + slow * masked_b) / rate
         else:  # eager: the score products are batched GEMMs over s x s tiles
-            rate = c.matmul_flops * gemm_efficiency(T, eff)
+            rate = c.matmul_flops * trace_gemm_efficiency(T, eff)
             t_f, t_b = att_f / rate, att_b / rate
         ops.append(Operator("attention (fused)" if fused else "attention QKᵀ, AV (eager)", "attention",
                             att_f, 0.0, t_f, per_layer, t_b))
-    ew_f = max(part.other_bytes_fwd.at(b, n), 0.0) * eff.trace_dram_fraction
-    ew_b = max(part.other_bytes_bwd.at(b, n), 0.0) * eff.trace_dram_fraction
+    # memory-bound kernels: streaming ones at the streaming rate, those that follow an index (routing) slower
+    slow = eff.trace_stream_bytes_eff / eff.trace_irregular_bytes_eff - 1.0
+    ew_f = max(part.other_bytes_fwd.at(b, n), 0.0)
+    ew_b = max(part.other_bytes_bwd.at(b, n), 0.0)
+    t_f = (ew_f + slow * max(part.irregular_bytes_fwd.at(b, n), 0.0)) / bw
+    t_b = (ew_b + slow * max(part.irregular_bytes_bwd.at(b, n), 0.0)) / bw
     ops.append(Operator(ELEMENTWISE_NAME if per_layer else "LM head's loss and the rest", "elementwise", 0.0, ew_f,
-                        ew_f / bw, per_layer, ew_b / bw))
+                        t_f, per_layer, t_b))
     return ops
 
 

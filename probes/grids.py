@@ -324,6 +324,41 @@ def _families_validation(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _new_families(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Five families never run before (OLMo-2's q/k norms after the projections, GPT-NeoX's parallel residual and
+    partial rotary, StableLM's LayerNorm and q/k/v biases, Granite's multipliers, StarCoder2's biased GELU MLP and
+    sliding window), and Qwen1.5-MoE's QLoRA again with its experts' grouped GEMM (the first run's quantized build
+    left them in an eager loop). Predictions stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = {k: CONFIGS + f + ".json" for k, f in (("olmo2", "olmo-2-1b"), ("neox", "pythia-1.4b"), ("slm", "stablelm-2-1.6b"),
+                                               ("gran", "granite-3.0-2b"), ("sc2", "starcoder2-3b"),
+                                               ("moe", "qwen1.5-moe-a2.7b"))}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("moe-qlora-pt-mb1-s4096", "moe", "finetune", method="qlora", **pt, seq_len=4096),
+        c("olmo2-lora-pt-mb4-s4096", "olmo2", "finetune", method="lora", **pt, micro_batch_size=4, seq_len=4096,
+          lora_targets="all-linear"),
+        c("olmo2-full-ds-z2-mb8-s2048", "olmo2", "pretrain", **ds, zero_stage=2, micro_batch_size=8),
+        c("neox-lora-pt-mb8-s2048", "neox", "finetune", method="lora", **pt, micro_batch_size=8,
+          lora_targets=["query_key_value", "dense"]),
+        c("neox-full-pt-mb4-s2048", "neox", "pretrain", **pt, micro_batch_size=4),
+        c("slm-qlora-pt-mb4-s4096", "slm", "finetune", method="qlora", **pt, micro_batch_size=4, seq_len=4096),
+        c("slm-full-ds-z1-rc-mb8-s4096", "slm", "pretrain", **ds, zero_stage=1, recompute=True, micro_batch_size=8,
+          seq_len=4096),
+        c("gran-lora-pt-rc-mb2-s8192", "gran", "finetune", method="lora", **pt, recompute=True, micro_batch_size=2,
+          seq_len=8192),
+        c("gran-full-ds-z0-mb2-s4096", "gran", "pretrain", **ds, micro_batch_size=2, seq_len=4096),
+        c("sc2-lora-pt-mb2-s8192", "sc2", "finetune", method="lora", **pt, micro_batch_size=2, seq_len=8192),
+        c("sc2-full-ds-z2-rc-mb4-s4096", "sc2", "pretrain", **ds, zero_stage=2, recompute=True, micro_batch_size=4,
+          seq_len=4096),
+        c("sc2-lora-ds-z2-mb8-s4096", "sc2", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=8,
+          seq_len=4096),
+    ]
+
+
 def _families_validation_2gpu() -> list[dict[str, Any]]:
     """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
     ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
@@ -351,6 +386,7 @@ def _families_validation_2gpu() -> list[dict[str, Any]]:
 
 GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
+                         "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-families": lambda: _families("h100x1", "h100f", 1),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}

@@ -177,6 +177,11 @@ def build_model(
     with torch.device(device):
         model = transformers.AutoModelForCausalLM.from_config(shell_cfg, dtype=dtype, attn_implementation=shell_cfg._attn_implementation)
     layer_cls = type(model.model.layers[0])  # the family's decoder layer, whatever the family
+    # the kernels the model's init chose (attention, routed experts' grouped GEMM), as from_pretrained chooses them
+    # with a quantization_config: layers built from the bare config would run their experts in an eager loop
+    for attr in ("_attn_implementation_internal", "_experts_implementation_internal"):
+        if getattr(model.config, attr, None) is not None:
+            setattr(cfg, attr, getattr(model.config, attr))
     layers = torch.nn.ModuleList()
     model.model.layers = layers  # drop the shell's layer before building the real ones
     for i in range(cfg.num_hidden_layers):

@@ -26,6 +26,12 @@ from knowledge.traces import ArchTrace, Gemm, ParamTrace, Part, Poly, TraceVaria
 
 SEQS = (120, 184, 248)  # token counts that no model dimension equals, so a product's token side is unambiguous
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"}
+# kernels whose memory access follows an index (routing's gathers and scatters, sorts, embedding lookups): they move
+# their bytes at a lower rate than streaming elementwise kernels (own H100 kernel times, probes/anatomy.py)
+IRREGULAR = {"index", "index_select", "index_put", "_index_put_impl", "index_add", "index_copy", "gather", "scatter",
+             "scatter_add", "scatter_reduce", "sort", "argsort", "topk", "histc", "bincount", "embedding",
+             "embedding_dense_backward", "masked_select", "masked_scatter", "nonzero", "take", "_unsafe_index",
+             "_unsafe_index_put", "index_fill", "masked_fill"}
 NO_KERNEL = {"detach", "lift_fresh", "_to_copy_noop", "alias", "clone_noop", "copy_noop"}
 ATTENTION_BACKWARD = 2.5  # FlashAttention-2's backward does 5 products to the forward's 2 (Dao 2023, sec. 3)
 
@@ -70,6 +76,7 @@ class _Counter:
         self.masked_flops = {"fwd": 0.0, "bwd": 0.0}
         self.attn_calls = 0.0
         self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
+        self.irregular_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved by IRREGULAR kernels
         self.kernels = {"fwd": 0.0, "bwd": 0.0}
         self.adapter_kernels = 0.0
         self.in_adapter = 0  # > 0 while a LoRA module's forward runs
@@ -166,8 +173,10 @@ def _mode(c: _Counter) -> Any:
                 ins = [a for a in args if hasattr(a, "untyped_storage")]
                 ins += [a for x in args if isinstance(x, (list, tuple)) for a in x if hasattr(a, "untyped_storage")]
                 # a broadcast (stride-0) input is read once: never count more than its storage holds
-                c.other_bytes[c.phase] += sum(min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
-                                              for t in ins + outs)
+                moved = sum(min(t.numel() * t.element_size(), t.untyped_storage().nbytes()) for t in ins + outs)
+                c.other_bytes[c.phase] += moved
+                if name.lstrip("_") in IRREGULAR or name in IRREGULAR:
+                    c.irregular_bytes[c.phase] += moved
             return out
 
     return Mode()
@@ -249,14 +258,29 @@ def _as_on_a_gpu() -> Iterator[None]:
     """transformers takes a fake tensor for a graph being traced: it cannot read the position ids to rule out packed
     sequences, so it materialises the causal mask that a real run skips (SDPA's ``is_causal``). Our batches are never
     packed; the trace must see what the real run does."""
+    import torch
     import transformers.masking_utils as mu
 
-    old = mu.find_packed_sequence_indices
+    old, sdpa = mu.find_packed_sequence_indices, torch.nn.functional.scaled_dot_product_attention
+
+    def fused(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
+        # query/key and value head sizes differ (DeepSeek's latent attention: 192 and 128): the CPU has no fused kernel
+        # for it and would materialise the s x s scores, where a GPU runs a fused one (cuDNN / memory-efficient, which
+        # keep the output and a log-sum-exp). The memory-efficient kernel's own operator gives the GPU's shapes.
+        if query.shape[-1] == value.shape[-1] or kw.get("enable_gqa") or key.shape[-3] != query.shape[-3]:
+            return sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                        **kw)
+        return torch.ops.aten._scaled_dot_product_efficient_attention(
+            query, key, value, attn_mask, query.requires_grad or key.requires_grad, dropout_p, is_causal,
+            scale=scale)[0]
+
     mu.find_packed_sequence_indices = lambda *a, **k: None
+    torch.nn.functional.scaled_dot_product_attention = fused
     try:
         yield
     finally:
         mu.find_packed_sequence_indices = old
+        torch.nn.functional.scaled_dot_product_attention = sdpa
 
 
 def seqs(v: TraceVariant) -> tuple[int, ...]:
@@ -279,7 +303,9 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
         if base is not None and hasattr(mod, "lora_A"):
             hooks += [mod.register_forward_pre_hook(shift(1)), mod.register_forward_hook(shift(-1)),
                       base.register_forward_pre_hook(shift(-1)), base.register_forward_hook(shift(1))]
-    amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.fp32_weights else contextlib.nullcontext()
+    # bf16 autocast for every variant, as the real runs (Trainer(bf16=True), our PyTorch loop; DeepSpeed casts the whole
+    # model, adapters included, to bf16): without it PEFT's fp32 adapters would save fp32 copies of their inputs
+    amp = torch.autocast("cpu", dtype=torch.bfloat16)
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
         with _mode(c), _as_on_a_gpu():
@@ -324,6 +350,8 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "attention_calls": cs[0].attn_calls,
         "other_bytes_fwd": fit([c.other_bytes["fwd"] for c in cs]),
         "other_bytes_bwd": fit([c.other_bytes["bwd"] for c in cs]),
+        "irregular_bytes_fwd": fit([c.irregular_bytes["fwd"] for c in cs]),
+        "irregular_bytes_bwd": fit([c.irregular_bytes["bwd"] for c in cs]),
         "kernels_fwd": cs[0].kernels["fwd"],
         "kernels_bwd": cs[0].kernels["bwd"],
         "adapter_kernels_fwd": cs[0].adapter_kernels,
@@ -345,7 +373,7 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
                               flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter,
                               grouped=grouped))
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "other_bytes_fwd", "other_bytes_bwd", "saved_bytes")
+              "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
     counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in fields},
                 **{f: (b[f] - a[f]) * inv for f in counts})
@@ -357,7 +385,7 @@ def _whole_part(a: dict[str, Any]) -> Part:
                   grouped=k[5])
              for k, (f, c, r) in sorted(a["gemms"].items())]
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "other_bytes_fwd", "other_bytes_bwd", "saved_bytes",
+              "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes",
               "attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: a[f] for f in fields})
 

@@ -1,0 +1,147 @@
+"""Where one training step's time and memory go, on a real GPU: kernel time by kind, and memory at each moment.
+
+For a ``TrainCase`` (as ``probes.run_case`` takes it), after warm-up steps one step runs under ``torch.profiler``:
+the CUDA kernels' time summed by kind (GEMM, grouped GEMM, attention, elementwise, reductions, index/sort/scatter,
+dequantization, optimizer, copies, NCCL), the busiest kernels by name, and the wall time the GPU sat idle (the CPU
+dispatching, or a synchronisation). Memory is read at the moments the memory model names: after the build (model
+states), at the end of forward, after backward, after the optimizer step, with the peak of each phase.
+This is what the step-time and memory models are checked against operator by operator, not only in total.
+
+    python -m probes.anatomy --case '{"id": ..., "hardware": "h100x1", ...}' --out anatomy.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+KINDS = (  # first match wins: kernel names of cuBLAS/CUTLASS, FlashAttention, ATen, bitsandbytes, apex/torch optimizers
+    ("grouped_gemm", r"grouped|_gmm|GroupedGemm|ptr_array"),
+    ("gemm", r"gemm|nvjet|cutlass|xmma|sm\d+_.*_tn|ampere_|hopper_|cublas"),
+    ("attention", r"flash|fmha|attention|_efficient_attention|softmax_warp"),
+    ("dequant", r"kDequantize|dequant|kQuantize|int8|igemmlt|kgemm_4bit"),
+    ("optimizer", r"multi_tensor|fused_adam|adam|FusedOptimizer"),
+    ("nccl", r"nccl"),
+    ("sort_index_scatter", r"sort|radix|scan|index|scatter|gather|histc|histogram|nonzero|topk|cumsum|bincount|embedding"),
+    ("reduce", r"reduce|norm|sum_kernel|mean|max_kernel|log_softmax|nll_loss|cross_entropy"),
+    ("copy", r"copy|memcpy|memset|cat_|CatArray|fill"),
+    ("elementwise", r"elementwise|vectorized|unrolled|pointwise|silu|gelu|mul|add|tanh|exp|pow|rsqrt"),
+)
+
+
+def kind_of(name: str) -> str:
+    for kind, pattern in KINDS:
+        if re.search(pattern, name, re.IGNORECASE):
+            return kind
+    return "other"
+
+
+def _gib(n: float) -> float:
+    return round(n / 2**30, 3)
+
+
+def run(case_obj: dict, warmup: int) -> dict[str, Any]:
+    import torch
+    from pydantic import TypeAdapter
+    from torch.profiler import ProfilerActivity, profile
+
+    from knowledge.schema import Case
+    from probes.run_case import META_KEYS, resolve_arch
+    from probes.train_step import _prepare, setup_distributed
+
+    case = TypeAdapter(Case).validate_python({k: v for k, v in case_obj.items() if k not in META_KEYS})
+    arch = resolve_arch(case.model)
+    d = setup_distributed("cuda", need_group=case.engine == "deepspeed")
+    attn = "sdpa" if case.flash_attention else "eager"
+    torch.cuda.reset_peak_memory_stats()
+    fwd, bwd, opt_step, model = _prepare(case, arch, d, None, None, attn)
+    x = torch.randint(0, arch.vocab_size, (case.micro_batch_size, case.seq_len), device=d.device)
+    mem: dict[str, float] = {"built": _gib(torch.cuda.memory_allocated())}
+
+    def step(record: bool) -> None:
+        for micro in range(case.grad_accum):
+            last = micro == case.grad_accum - 1
+            if record:
+                torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+            loss = fwd(x, last)
+            if record:
+                torch.cuda.synchronize()
+                mem["forward_end"] = _gib(torch.cuda.memory_allocated())
+                mem["forward_peak"] = _gib(torch.cuda.max_memory_allocated()); torch.cuda.reset_peak_memory_stats()
+            bwd(loss, last)
+            del loss
+            if record:
+                torch.cuda.synchronize()
+                mem["backward_end"] = _gib(torch.cuda.memory_allocated())
+                mem["backward_peak"] = _gib(torch.cuda.max_memory_allocated()); torch.cuda.reset_peak_memory_stats()
+            opt_step(last)
+            if record:
+                torch.cuda.synchronize()
+                mem["step_end"] = _gib(torch.cuda.memory_allocated())
+                mem["step_peak"] = _gib(torch.cuda.max_memory_allocated())
+
+    for _ in range(warmup):
+        step(False)
+    step(True)  # memory at each moment, after warm-up (optimizer states exist)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(2):
+        step(False)
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) / 2
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(False)
+        torch.cuda.synchronize()
+    by_kind: dict[str, float] = defaultdict(float)
+    by_name: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    count = 0
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA or e.device_time <= 0:
+            continue
+        us = e.device_time
+        by_kind[kind_of(e.name)] += us * 1e-6
+        by_name[e.name][0] += us * 1e-6
+        by_name[e.name][1] += 1
+        count += 1
+    busy = sum(by_kind.values())
+    top = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:30]
+    return {
+        "id": case_obj.get("id"), "case": case.model_dump(mode="json"), "step_s": wall,
+        "tokens_per_s": case.micro_batch_size * case.seq_len * case.grad_accum * d.world / wall,
+        "kernel_s": busy, "kernels": count, "idle_s": max(wall - busy, 0.0),
+        "by_kind_s": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
+        "top": [{"name": n[:160], "s": s, "calls": c, "kind": kind_of(n)} for n, (s, c) in top],
+        "memory_gib": mem, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from probes.run_case import _quiet, load_json_arg
+    from probes.train_step import is_oom, one_line
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--warmup", type=int, default=2)
+    args = ap.parse_args(argv)
+    _quiet()
+    case_obj = load_json_arg(args.case)
+    try:
+        row = run(case_obj, args.warmup)
+    except Exception as e:
+        row = {"id": case_obj.get("id"), "failure": "device_oom" if is_oom(e) else "crash",
+               "error": f"{type(e).__name__}: {one_line(e)}"}
+    with open(args.out, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps({k: row.get(k) for k in ("id", "step_s", "kernel_s", "idle_s", "by_kind_s", "memory_gib",
+                                              "failure", "error")}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
