@@ -78,13 +78,17 @@ class TraceVariant(Strict):
     attention: Literal["sdpa", "eager"] = "sdpa"
     recompute: bool = False
     fp32_weights: bool = False  # plain PyTorch full training: fp32 weights under bf16 autocast
+    autocast: bool = True  # bf16 autocast as CUDA runs it (our PyTorch loop, Trainer(bf16=True)); DeepSpeed's bf16 casts
+    # the model, adapters included, and runs no autocast: LayerNorms stay bf16 there
+    bnb_base: bool = False  # frozen projections are bitsandbytes layers: they return their input's dtype (fp32 after
+    # a LayerNorm under autocast), where a 16-bit nn.Linear under autocast returns bf16
     min_seq: int = 0  # traced lengths start here: past a sliding window the mask (and the kernel) change
 
     @property
     def key(self) -> str:
         targets = self.lora_targets if isinstance(self.lora_targets, str) else ",".join(sorted(self.lora_targets))
         return (f"{self.trains}|{targets}|r{self.lora_rank}|{self.attention}|rc{int(self.recompute)}"
-                f"|fp32{int(self.fp32_weights)}" + (f"|s>{self.min_seq}" if self.min_seq else ""))
+                f"|fp32{int(self.fp32_weights)}" + ("|bnb" if self.bnb_base else "") + ("" if self.autocast else "|noamp") + (f"|s>{self.min_seq}" if self.min_seq else ""))
 
 
 class ParamTrace(Strict):

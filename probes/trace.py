@@ -222,6 +222,8 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, A
         model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
         if v.trains == "adapters":
             model = _with_adapters(model, v)
+        if not v.autocast and not v.fp32_weights:  # DeepSpeed's bf16: the whole module, PEFT's fp32 adapters included
+            model.to(torch.bfloat16)
     if v.recompute:
         from probes.hf_model import enable_recompute
 
@@ -232,11 +234,28 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, A
         # to_empty gives every parameter its own storage: tie the embedding and the head again, as loading does
         (model.get_base_model() if hasattr(model, "get_base_model") else model).tie_weights()
     model.train()
+    if v.bnb_base:
+        _as_bitsandbytes(model)
     if v.trains == "non-projections":
         for n, m in model.named_modules():
             if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}":
                 m.weight.requires_grad_(False)
     return model, fake
+
+
+def _as_bitsandbytes(model: Any) -> None:
+    """Frozen decoder projections behave as bitsandbytes' Linear4bit / Linear8bitLt do: the product in bf16, the output
+    cast back to the input's dtype (``out.to(inp_dtype)``), so after an autocast LayerNorm (fp32) the projections and
+    the MLP between them run in fp32. The dequantize kernels themselves are priced by the step-time model."""
+    import torch
+
+    def forward(self: Any, x: Any) -> Any:
+        bias = None if self.bias is None else self.bias.to(torch.bfloat16)
+        return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, bias).to(x.dtype)
+
+    for n, m in model.named_modules():
+        if type(m) is torch.nn.Linear and ".layers." in f".{n}" and ".lora_" not in n:
+            m.forward = forward.__get__(m)
 
 
 def _with_adapters(model: Any, v: TraceVariant) -> Any:
@@ -251,6 +270,33 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
         names = _layer_linear_names(model)
         raise AdvisorError(f"LoRA targets {v.lora_targets!r} not in this model ({str(e).splitlines()[0][:70]}); "
                            f"its projections: {', '.join(names)}, or 'all-linear'") from None
+
+
+@contextlib.contextmanager
+def _cuda_autocast() -> Iterator[None]:
+    """bf16 autocast with CUDA's rules on CPU tensors: CPU autocast leaves layer_norm / group_norm in bf16, CUDA's runs
+    them in fp32 (its fp32 list), so a LayerNorm model's residual branch comes out fp32 there."""
+    import torch
+
+    f = torch.nn.functional
+    old = f.layer_norm, f.group_norm
+
+    def fp32(fn: Any) -> Any:
+        def run(x: Any, *args: Any, **kw: Any) -> Any:
+            if not torch.is_autocast_enabled("cpu") or x.dtype == torch.float32:
+                return fn(x, *args, **kw)
+            with torch.autocast("cpu", enabled=False):
+                up = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+                kw = {k: (a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a) for k, a in kw.items()}
+                return fn(x.float(), *up, **kw)
+        return run
+
+    f.layer_norm, f.group_norm = fp32(old[0]), fp32(old[1])
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            yield
+    finally:
+        f.layer_norm, f.group_norm = old
 
 
 @contextlib.contextmanager
@@ -303,9 +349,9 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
         if base is not None and hasattr(mod, "lora_A"):
             hooks += [mod.register_forward_pre_hook(shift(1)), mod.register_forward_hook(shift(-1)),
                       base.register_forward_pre_hook(shift(-1)), base.register_forward_hook(shift(1))]
-    # bf16 autocast for every variant, as the real runs (Trainer(bf16=True), our PyTorch loop; DeepSpeed casts the whole
-    # model, adapters included, to bf16): without it PEFT's fp32 adapters would save fp32 copies of their inputs
-    amp = torch.autocast("cpu", dtype=torch.bfloat16)
+    # bf16 autocast where the real run has it (Trainer(bf16=True), our PyTorch loop): without it PEFT's fp32 adapters
+    # would save fp32 copies of their inputs
+    amp = _cuda_autocast() if v.autocast else contextlib.nullcontext()
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
         with _mode(c), _as_on_a_gpu():
