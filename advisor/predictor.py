@@ -26,6 +26,24 @@ from models.training import predict_training
 Prediction = TrainPrediction | ServePrediction
 
 
+def kv_layout(arch: ModelArch, cache: dict[str, list | None] | None = None) -> ModelArch:
+    """``arch`` with its KV cache laid out as its own config says (sliding-window layers capped at their window,
+    latent attention's compressed KV: ``knowledge.catalog.kv_groups``), read through transformers' config class
+    once per config when ``cache`` is given; a Llama-family decoder keeps the plain count. Every serving path that
+    sizes or reads a KV cache (predict, the serving search's load, the serving fit and its scores) goes through it."""
+    from advisor.traces import HAND_COUNTED
+    from knowledge.catalog import kv_groups
+
+    if arch.hf_config is None or arch.kv_groups is not None or arch.hf_model_type in HAND_COUNTED:
+        return arch
+    cache = {} if cache is None else cache
+    key = json.dumps(arch.hf_config, sort_keys=True, default=str)
+    if key not in cache:
+        cache[key] = kv_groups(arch.hf_config)
+    groups = cache[key]
+    return arch.model_copy(update={"kv_groups": [KVGroup(**g) for g in groups]}) if groups else arch
+
+
 def rel_error_for(task: str, platform: PlatformSpec, nodes: int = 1, by_class: dict | None = None,
                   by_task: dict | None = None) -> float | None:
     """The interval's relative error of a prediction: the held-out MAPE of its platform class where the
@@ -151,18 +169,8 @@ class Predictor:
         return predict_serving(case, arch, platform, self.serving_calibration(platform), self._held_out.get("serve"))
 
     def kv_layout(self, arch: ModelArch) -> ModelArch:
-        """``arch`` with its KV cache laid out as its own config says (sliding windows, latent KV), read once per
-        model through transformers' config class; a Llama-family decoder keeps the plain count."""
-        from advisor.traces import HAND_COUNTED
-        from knowledge.catalog import kv_groups
-
-        if arch.hf_config is None or arch.kv_groups is not None or arch.hf_model_type in HAND_COUNTED:
-            return arch
-        key = json.dumps(arch.hf_config, sort_keys=True, default=str)
-        if key not in self._kv:
-            self._kv[key] = kv_groups(arch.hf_config)
-        groups = self._kv[key]
-        return arch.model_copy(update={"kv_groups": [KVGroup(**g) for g in groups]}) if groups else arch
+        """``arch`` with its KV cache laid out as its own config says (``kv_layout``), read once per model."""
+        return kv_layout(arch, self._kv)
 
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:

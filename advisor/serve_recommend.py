@@ -67,9 +67,10 @@ def serve_recommendation(hardware: str, model: str | dict, profile: Profile | No
     from knowledge.catalog import resolve_model, resolve_platform
 
     platform = resolve_platform(hardware)
-    arch = resolve_model(model)
+    predictor = Predictor(profile)
+    arch = predictor.kv_layout(resolve_model(model))  # the load simulation sizes the model's own KV cache
     job = Job(hardware, model, platform, arch, prompt_len, output_len, engine)
-    res = search_serving(Predictor(profile), job, gpus=gpus, weight_formats=weight_formats, max_tpot_ms=max_tpot_ms,
+    res = search_serving(predictor, job, gpus=gpus, weight_formats=weight_formats, max_tpot_ms=max_tpot_ms,
                          max_ttft_ms=max_ttft_ms, requests=requests, rate_per_s=rate_per_s, top=top)
     rows = [_row(i, pt) for i, pt in enumerate(res.picks, start=1)]
     launch = None

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import DEFAULT_ENGINE
+from knowledge.engines import DEFAULT_ENGINE, QK_NORM_KERNELS, QK_NORM_TYPES
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
@@ -181,10 +181,15 @@ def _head_op(s: ServeSetup, rows: int) -> Op:
     return Op(compute, mem, "weights")
 
 
+def qk_norm_kernels(a: ModelArch) -> int:
+    """An engine's per-head q and k RMSNorms (Qwen3-type attention): two kernels more per layer."""
+    return QK_NORM_KERNELS if a.hf_model_type in QK_NORM_TYPES else 0
+
+
 def kernels_per_pass(s: ServeSetup, tokens: float) -> float:
     """Kernels of one forward: the layer's own, quantize steps, routed experts' loops, all-reduces, the head."""
     a = s.arch
-    layer = KERNELS_PER_LAYER_FWD if not s.engine_style else s.engine.kernels_per_layer
+    layer = KERNELS_PER_LAYER_FWD if not s.engine_style else s.engine.kernels_per_layer + qk_norm_kernels(a)
     extra = s.fmt.extra_kernels_per_linear * (7 if not s.engine_style else 4)  # engines merge QKV and gate/up
     per_layer = layer + extra + 2 * (s.tp > 1)
     if a.is_moe:

@@ -33,6 +33,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from knowledge.engines import QK_NORM_TYPES  # model types whose attention normalises q and k per head
 from knowledge.schema import Measured, Measurement, ModelArch
 from probes.engine_model import EngineDecoder, Shapes, attention_that_runs
 from probes.run_case import environment, resolve_arch
@@ -41,7 +42,6 @@ from probes.train_step import is_oom, one_line
 BATCHES = (1, 4, 16, 64, 128)
 KV_LENS = (512, 2048, 8192)
 CHUNK = 8192  # vLLM V1's max_num_batched_tokens for online serving on >= 70 GiB GPUs (knowledge.engines)
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2")  # model types whose attention normalises q and k per head
 RUNTIME = "vllm-style (probes.engine_model: torch ops, SDPA enable_gqa over a contiguous cache, CUDA-graph decode; not vLLM)"
 
 

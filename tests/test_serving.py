@@ -233,7 +233,8 @@ def test_default_engine_is_vllm_reading_grouped_kv_as_stored_and_fusing_kernels(
     # MHA has nothing to repeat: the attention's time is the same, only the small kernels differ
     mha_rt, mha_engine = serve("h100x1", "llama2-7b", engine="transformers", **kw), serve("h100x1", "llama2-7b", **kw)
     assert mha_rt.breakdown.decode_kv_s == pytest.approx(mha_engine.breakdown.decode_kv_s)
-    assert mha_engine.breakdown.overhead_s < 0.5 * mha_rt.breakdown.overhead_s  # ~10 fused kernels a layer, not 45
+    # the engine-style layer launches 39 kernels a decode step (knowledge.engines, counted), the transformers layer 45
+    assert mha_engine.breakdown.overhead_s < mha_rt.breakdown.overhead_s
     # the same weights and KV either way; the engine's transients are one 8192-token chunk, not 16 x 8192 tokens
     assert mha_rt.breakdown.weights_gib == pytest.approx(mha_engine.breakdown.weights_gib)
     assert mha_rt.breakdown.kv_cache_gib == pytest.approx(mha_engine.breakdown.kv_cache_gib)

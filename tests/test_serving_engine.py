@@ -185,3 +185,46 @@ def test_top_pick_ttft_is_printed_on_its_own_line():
     assert r.exit_code == 0, r.output
     line = next(x for x in r.output.splitlines() if x.startswith("Top pick:"))
     assert "TTFT" in line and "--max-ttft-ms" in line
+
+
+GEMMA, DEEPSEEK = "knowledge/data/configs/gemma-2-9b.json", "knowledge/data/configs/deepseek-v2-lite.json"
+
+
+@pytest.mark.parametrize("path", [GEMMA, DEEPSEEK])
+def test_serving_memory_and_decode_reads_use_the_models_own_kv_layout(predictor, path):
+    """Sliding-window layers capped at their window (Gemma-2), latent attention's compressed vector (DeepSeek-V2):
+    the prediction's KV memory, its decode KV read and the pool's sequences all come from the model's layout."""
+    arch = predictor.kv_layout(resolve_model(path))
+    assert arch.kv_groups
+    plain = arch.model_copy(update={"kv_groups": None})  # what a Llama formula would count
+    case = ServeCase(id="kv", hardware="h100x1", model=path, task="serve", batch_size=4, prompt_len=16384)
+    p = predictor.predict(case)
+    s, s_plain = (make_setup(a, resolve_platform("h100x1"), predictor.serving_calibration(resolve_platform("h100x1")))
+                  for a in (arch, plain))
+    context = 16385
+    assert p.breakdown.kv_cache_gib == pytest.approx(4 * kv_cache.kv_cache_bytes(arch, 1, 16, context) / GiB)
+    assert s.kv_bytes(context) < 0.7 * s_plain.kv_bytes(context)
+    q = predict_serving(case, plain, resolve_platform("h100x1"), predictor.serving_calibration(resolve_platform("h100x1")))
+    assert p.breakdown.kv_cache_gib < 0.7 * q.breakdown.kv_cache_gib
+    assert p.breakdown.decode_kv_s < 0.7 * q.breakdown.decode_kv_s
+    assert p.max_batch_size > q.max_batch_size
+
+
+def test_the_serving_search_load_and_the_measured_rows_use_the_layout_too(monkeypatch):
+    """The load simulation of ``recommend --task serve`` and the serving fit's rows size the same KV as predict."""
+    import models.serving
+
+    seen = []
+    real = models.serving.continuous_batching
+
+    def spy(arch, *args, **kw):
+        seen.append(arch)
+        return real(arch, *args, **kw)
+
+    monkeypatch.setattr(models.serving, "continuous_batching", spy)
+    serve_recommendation("h100x1", GEMMA, prompt_len=8192, output_len=64, requests=64, top=1)
+    assert seen and all(a.kv_groups for a in seen)
+    row = {"dataset": "own-h100x1", "source": "probes.engine_sweep", "measured": {"decode_step_s": 0.01},
+           "case": {"id": "g", "hardware": "h100x1", "model": GEMMA, "task": "serve", "engine": "vllm"}}
+    (r,) = serving_rows([Measurement.model_validate(row)])
+    assert r.arch.kv_groups and len(r.arch.kv_groups) == 2
