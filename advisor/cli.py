@@ -103,6 +103,15 @@ def _flag_type_hidden() -> None:
 
 _flag_type_hidden()
 
+
+def _help_format() -> None:
+    from advisor.help_format import install
+
+    install()
+
+
+_help_format()
+
 app = typer.Typer(
     name="advisor",
     cls=OneLineErrors,

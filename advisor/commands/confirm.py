@@ -96,8 +96,8 @@ def confirm(
     task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
     model: str = typer.Option("7b", "--model", "-m", help="Catalog name, config.json / HF model directory (architecture only), or inline JSON."),
     hardware: str = typer.Option("auto", "--hardware", "-H", help="Platform id; 'auto' = the local GPUs."),
-    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20),
-    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=1 << 20),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20, help="Tokens per training sequence (at most the model's context)."),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=1 << 20, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all local)."),
     host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM, GiB (overrides the platform's)."),
     cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores (overrides the platform's)."),
@@ -111,7 +111,7 @@ def confirm(
     out: Optional[Path] = typer.Option(None, "--out", help="Measurements file the row is appended to (default: ADVISOR_HOME/measurements/confirm.jsonl)."),
     refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what it would run, for how long and what it compares; run nothing (works without a GPU)."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (with --dry-run: the plan: case, command, prediction)."),
 ) -> None:
     """Run the top pick end to end (random-init weights), report measured vs predicted, store the row."""
     from advisor.predictor import Predictor

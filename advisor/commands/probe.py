@@ -180,8 +180,8 @@ def probe(
 ) -> None:
     """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings.
 
-    Launched on several nodes (torchrun --nnodes N, or deepspeed --hostfile), it measures the network between
-    them instead and adds it to the node's profile (written before by a plain `advisor probe` there)."""
+    Launched on several nodes (torchrun --nnodes N, or deepspeed --hostfile), it measures the network between them instead and adds it to the node's profile (written before by a plain `advisor probe` there).
+    """
     from probes.internode import launch_shape
 
     if launch_shape() is not None:

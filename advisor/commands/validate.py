@@ -29,11 +29,13 @@ def _pct(x: float | None) -> str:
 def validate(
     data: str = typer.Option("all", "--data", help="all, published, own, or one data set name (e.g. own-h100)."),
     holdout: Holdout = typer.Option(Holdout.model, "--holdout", help="Group held out of each fit."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="The whole report as JSON (every figure, for programs)."),
     recompute: bool = typer.Option(False, "--recompute", help="Refit every held-out group even if the cached report is current."),
 ) -> None:
-    """Prediction error against real runs, each group predicted by a fit that never saw it, with and without
-    the machine's profile. The report is cached by a fingerprint of the data, the fit and the model code."""
+    """Prediction error against real runs, each group predicted by a fit that never saw it, with and without its machine's profile.
+
+    The report is cached by a fingerprint of the data, the fit and the model code (--recompute refits).
+    """
     from advisor.validation import validation_report
     from advisor.validation_cache import cached_report, store_report
     from knowledge.errors import AdvisorError
