@@ -88,5 +88,6 @@ def print_hanging(line: str) -> None:
     lead = re.match(r"\s*(?:\d+\. )?", line).group(0)
     hang = " " * len(lead) + ("" if lead.strip() else "  ")
     width = max(console.width, 40)
-    text = textwrap.fill(line, width=width, subsequent_indent=hang, break_long_words=False, break_on_hyphens=False)
+    text = textwrap.fill(line[len(lead):], width=width, initial_indent=lead, subsequent_indent=hang,
+                         break_long_words=False, break_on_hyphens=False)
     console.print(text, highlight=False, markup=False, soft_wrap=True)

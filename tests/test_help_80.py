@@ -50,3 +50,18 @@ def test_recommend_help_is_grouped_into_panels() -> None:
 def test_a_choice_option_names_its_values() -> None:
     text = " ".join(_help("validate").split())
     assert re.search(r"--holdout CHOICE .*one of: gpu, platform, model, dataset, regime", text)
+
+
+def test_the_hugging_face_recipe_wraps_under_its_step_at_80_columns(tmp_path) -> None:
+    args = ["deepspeed-config", "--model", "7b", "--method", "qlora", "--out", str(tmp_path / "ds.json")]
+    r = CliRunner().invoke(cli.app, args, env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    recipe = r.stdout[r.stdout.index("With Hugging Face"):].splitlines()
+    for line in recipe:
+        assert len(line) <= 80 or len(line.split()) == 1, line  # only a path longer than the screen runs over
+    steps = [i for i, line in enumerate(recipe) if re.match(r"  \d\. ", line)]
+    assert len(steps) >= 4
+    for i in range(len(recipe)):  # a continuation hangs under its step's text: nothing starts at column 0
+        assert i == 0 or recipe[i].startswith("  "), recipe[i]
+    text = " ".join(" ".join(recipe).split())
+    assert "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4'," in text

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, fail, warn
+from advisor.output import check_writable, console, fail, print_hanging, warn
 
 
 def quiet_deepspeed_import():
@@ -191,7 +191,7 @@ def deepspeed_config_cmd(
         console.print(f"launch: {hints.launch_line(c, platform, n, out)}", highlight=False, soft_wrap=True)
         console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
     for line in hints.usage_lines(c, out, platform.gpu.supports_bf16):
-        console.print(line, highlight=False, markup=False, soft_wrap=line.startswith("      "))
+        print_hanging(line)
 
 
 def _zeropp_fields(text: str, per_node: int) -> dict:
