@@ -33,7 +33,10 @@ class OneLineErrors(TyperGroup):
             names = sorted(getattr(getattr(e, "ctx", None) and e.ctx.command, "commands", None) or {})
             if names and e.format_message().startswith(("Missing command", "No such command")):
                 got += f" (one of: {', '.join(names)})"
-            click.echo(f"error: {where}{one_line(e.format_message())}{got}{_did_you_mean(e.format_message())}", err=True)
+            message = one_line(e.format_message()).replace("Value error, ", "")
+            if got and got[len(" (got "):-1] in message:
+                got = ""  # the message quotes the value already
+            click.echo(f"error: {where}{message}{got}{_did_you_mean(e.format_message())}", err=True)
             code = e.exit_code
         except typer.Abort:
             click.echo("error: aborted", err=True)
@@ -102,6 +105,15 @@ def _flag_type_hidden() -> None:
 
 
 _flag_type_hidden()
+
+
+def _help_format() -> None:
+    from advisor.help_format import install
+
+    install()
+
+
+_help_format()
 
 app = typer.Typer(
     name="advisor",

@@ -76,3 +76,18 @@ def print_json_line(obj: BaseModel | dict) -> None:
     except UnicodeEncodeError:  # a terminal that is not UTF-8
         sys.stdout.write(text.encode("ascii", "backslashreplace").decode("ascii"))
     sys.stdout.flush()
+
+
+def print_hanging(line: str) -> None:
+    """A line of prose wrapped to the console's width under its own indent ('  1. ' hangs the rest under the
+    text), broken only at spaces: an id or a path is never cut, and code broken inside its parentheses
+    stays valid Python when copied."""
+    import re
+    import textwrap
+
+    lead = re.match(r"\s*(?:\d+\. )?", line).group(0)
+    hang = " " * len(lead) + ("" if lead.strip() else "  ")
+    width = max(console.width, 40)
+    text = textwrap.fill(line[len(lead):], width=width, initial_indent=lead, subsequent_indent=hang,
+                         break_long_words=False, break_on_hyphens=False)
+    console.print(text, highlight=False, markup=False, soft_wrap=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from advisor.output import console
+from advisor.output import console, print_hanging
 from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
 from knowledge.schema import FORMAT_BITS, Profile
 from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
@@ -136,9 +136,9 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
                  str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
         t.add_row(*cells, *([r["why"]] if wide else []))
     console.print(t)
-    console.print(top_pick_text(rec), highlight=False, soft_wrap=True)
+    print_hanging(top_pick_text(rec))
     for fmt, why in rec["searched"].get("not_searched", {}).items():
-        console.print(f"[dim]{fmt} not searched: {why}[/]", highlight=False, soft_wrap=True)
+        print_hanging(f"{fmt} not searched: {why}")
     console.print(f"Launch the top pick ({engine}):", highlight=False)
     for line in rec["launch"]["lines"]:
         console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
@@ -180,9 +180,9 @@ def _print_miss(rec: dict, head: str) -> None:
         console.print(f"[bold red]No configuration meets {limits}[/] (means, load: {_load_text(rec)}).", highlight=False)
         cm = rec["closest_miss"]
         if cm:
-            console.print(f"Closest miss: {cm['text']}; {cm['e2e_output_tokens_per_s']:,.0f} tok/s.", highlight=False, soft_wrap=True)
+            print_hanging(f"Closest miss: {cm['text']}; {cm['e2e_output_tokens_per_s']:,.0f} tok/s.")
     for w in rec["would_meet"]:
-        console.print(f"  • {w['text']}", highlight=False, soft_wrap=True)
+        print_hanging(f"  • {w['text']}")
     if rec["nothing_fits"]:
         console.print(f"  • try {nothing_fits_hint(rec)}", highlight=False)
     console.print(f"[dim]{SLO_DEFINITIONS}.[/]", highlight=False)

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from advisor import hints
 from advisor.explain import alternatives, describe, short_why, smallest_footprint, why
-from advisor.output import console, err_console
+from advisor.output import console, err_console, print_hanging
 from advisor.search import Candidate, Evaluator, SearchSpec, run_search
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec, Profile
@@ -163,7 +163,7 @@ def recommend_train(
     if best.case.engine == "deepspeed":
         console.print("Wrote:")
         for line in hints.wrote_lines(written):
-            console.print(line, highlight=False, markup=False)
+            print_hanging(line)
     if spec.nodes > 1:
         _print_multinode(items[0], multi)
     else:
@@ -171,7 +171,7 @@ def recommend_train(
     if best.case.engine == "deepspeed" and spec.nodes == 1:
         console.print(f"   or: [green]{hints.accelerate_line(best.case, ev.platform, ev.gpus, accel_path)}[/]", highlight=False, soft_wrap=True)
     for line in hints.usage_lines(best.case, config_path, bf16):
-        console.print(line, highlight=False, markup=False, soft_wrap=line.startswith("      "))
+        print_hanging(line)
     hostfile = f" --hostfile {multi['hostfile']}" if spec.nodes > 1 else ""
     console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id}{hostfile} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,13 @@ def test_host_override_changes_what_fits_and_reads_as_words():
     assert _metrics(at)["fits"] == "no"
     assert any("rtx4090x8 (host 8 GiB RAM" in md.value for md in at.markdown)
     assert not any('{"' in md.value for md in at.markdown)  # no raw JSON platform strings
+
+
+def test_a_configuration_that_does_not_fit_shows_what_it_would_need_not_a_throughput():
+    at = _app()
+    for key, value in (("gpu", "rtx4090"), ("model", "llama2-70b"), ("method", "full"), ("zero_stage", 0)):
+        at.selectbox(key=key).set_value(value).run()
+    _ok(at)
+    m = _metrics(at)
+    assert m["fits"] == "no" and m["tokens/s"] == "—" and m["step time"] == "—"
+    assert any(re.search(r"would need [\d,]+ GiB per GPU", e) for e in _errors(at)), _errors(at)

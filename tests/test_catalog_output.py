@@ -71,3 +71,18 @@ def test_a_case_that_does_not_fit_shows_what_it_would_need_not_a_throughput(tmp_
     assert re.search(r"does not fit: would need [\d,]+ GiB per GPU", " ".join(cells.split())), cells
     row = next(line for line in r.stdout.splitlines() if "big" in line)
     assert row.split("│")[2].strip() == "-"  # the tokens/s cell
+
+
+def test_every_source_shown_is_whole_words_and_public():
+    from advisor.commands.catalog import _short_source, citation
+
+    text = _run("hardware")
+    cells = " ".join(line.split("│")[-2].strip() for line in text.splitlines() if line.count("│") >= 3)
+    words = set(cells.split())
+    rows = json.loads(_run("hardware", "--json"))
+    shown = [_short_source(g["sources"]) for g in rows["gpus"]] + [citation(p["source"]) for p in rows["platforms"]]
+    for src in shown:
+        for w in src.split():
+            assert w in words, f"{w!r} of {src!r} is cut in `advisor hardware`"
+    for p in rows["platforms"]:  # a datasheet, a paper, or a probe run on a named GPU and date
+        assert re.search(r"datasheet|arXiv|measured with `advisor probe` on .+, \d{4}-\d\d-\d\d", p["source"]), p["source"]

@@ -46,3 +46,10 @@ def test_predict_help_names_the_required_fields_and_the_contract():
     r = CliRunner().invoke(_app(), ["predict", "--help"], env={"COLUMNS": "80"})
     flat = " ".join(r.stdout.split())
     assert "Required fields: id, hardware, model, task" in flat and "advisor contract" in flat
+
+
+def test_the_repository_documents_the_contract_under_docs():
+    docs = Path(__file__).resolve().parents[1] / "docs" / "CONTRACT.md"
+    assert docs.is_file() and docs.read_text(encoding="utf-8") == CONTRACT.read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "docs/CONTRACT.md" in readme

@@ -68,3 +68,11 @@ def test_help_shows_no_type_for_flags_and_describes_lora_rank():
     assert r.exit_code == 0 and "<bool>" not in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if "--lora-rank" in ln)
     assert "LoRA / QLoRA adapter" in line
+
+
+def test_a_bad_choice_reads_plainly_and_names_the_value_once():
+    r = run("recommend", "--hardware", "rtx4090x8", "--task", "finetuning", "--model", "7b")
+    line = r.stderr.strip()
+    assert "Value error" not in line and line.count("'finetuning'") == 1, line
+    r = run("recommend", "--hardware", "h100x1", "--task", "finetune", "--model", "7b", "--lora-rank", "0")
+    assert r.exit_code == 2 and "--lora-rank" in r.stderr and "(got '0')" in r.stderr, r.stderr

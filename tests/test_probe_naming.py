@@ -18,6 +18,15 @@ def test_a_cpu_profile_is_named_cpu_host(monkeypatch, tmp_path):
     assert default_profile_path(gpu).name == "h100x1.json"
 
 
+def test_the_summary_names_the_machine_honestly():
+    from advisor.commands.probe import summary_title
+
+    cpu = SimpleNamespace(gpu_name="cpu", gpu_count=0, quick=True)
+    assert "x0" not in summary_title(cpu) and "no GPU" in summary_title(cpu)
+    gpu = SimpleNamespace(gpu_name="NVIDIA H100 80GB HBM3", gpu_count=1, quick=False)
+    assert summary_title(gpu) == "Profile of 1x NVIDIA H100 80GB HBM3"
+
+
 def test_quick_probe_on_the_cpu_is_quiet_and_honestly_named(tmp_path, monkeypatch):
     import pytest
 

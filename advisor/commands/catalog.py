@@ -64,6 +64,12 @@ def _short_source(sources: dict[str, str]) -> str:
     return first.split(": ")[0].split(", Appendix")[0]  # the citation, without the value it gives (whole, wrapped)
 
 
+def citation(source: str) -> str:
+    """The citation of a source without the figures it gives ('measured with `advisor probe` on 1x H100 SXM,
+    2026-11-23'; 'NVIDIA DGX-2 datasheet (2018)'): short enough to stay whole; --json has every word."""
+    return source.split(": ")[0].strip()
+
+
 def hardware(
     as_json: bool = typer.Option(False, "--json", help="Every GPU and named server with all its sources."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="Show one GPU with the source of every number."),
@@ -100,11 +106,12 @@ def hardware(
         t.add_row(r["id"], f"{r['memory_gib']:.0f}", f"{r['memory_bandwidth_gbs']:,.0f}",
                   f"{r['matmul_tflops']:.0f}" + ("" if r["bf16"] else " fp16"), links, _short_source(r["sources"]))
     console.print(t)
-    t = Table(title="Servers described in the catalog (host RAM and cores; other ids get defaults)", title_justify="left")
+    t = Table(title="Servers described in the catalog (host RAM and cores; other ids get defaults)", title_justify="left",
+              caption="each source in full: advisor hardware --json", caption_justify="left")
     for col, just in (("id", "left"), ("link", "left"), ("host GiB", "right"), ("cores", "right"), ("source", "left")):
-        t.add_column(col, justify=just, overflow="fold")
+        t.add_column(col, justify=just, no_wrap=col == "id")
     for r in platforms:
-        t.add_row(r["id"], r["interconnect"], f"{r['host_ram_gib']:.0f}", str(r["cpu_cores"]), r["source"])
+        t.add_row(r["id"], r["interconnect"], f"{r['host_ram_gib']:,.0f}", str(r["cpu_cores"]), citation(r["source"]))
     console.print(t)
     t = Table(title="Networks between nodes (--nodes N --network NAME[:NICs per node])", title_justify="left",
               caption="line rates are standards; efficiency (NCCL busbw / line rate) and latency are priors until "

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, err_console, fail, warn
+from advisor.output import check_writable, console, err_console, fail, print_hanging, warn
 
 
 
@@ -96,8 +96,8 @@ def confirm(
     task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
     model: str = typer.Option("7b", "--model", "-m", help="Catalog name, config.json / HF model directory (architecture only), or inline JSON."),
     hardware: str = typer.Option("auto", "--hardware", "-H", help="Platform id; 'auto' = the local GPUs."),
-    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20),
-    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=1 << 20),
+    seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20, help="Tokens per training sequence (at most the model's context)."),
+    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=1 << 20, help="Sequences per optimizer step over all GPUs (sets gradient accumulation)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1024, help="GPUs to use (default: all local)."),
     host_ram_gib: Optional[float] = typer.Option(None, "--host-ram-gib", min=1.0, max=float(1 << 20), help="Host RAM, GiB (overrides the platform's)."),
     cpu_cores: Optional[int] = typer.Option(None, "--cpu-cores", min=1, max=1 << 16, help="CPU cores (overrides the platform's)."),
@@ -111,7 +111,7 @@ def confirm(
     out: Optional[Path] = typer.Option(None, "--out", help="Measurements file the row is appended to (default: ADVISOR_HOME/measurements/confirm.jsonl)."),
     refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit the correction with the new row."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Say what it would run, for how long and what it compares; run nothing (works without a GPU)."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output (with --dry-run: the plan: case, command, prediction)."),
 ) -> None:
     """Run the top pick end to end (random-init weights), report measured vs predicted, store the row."""
     from advisor.predictor import Predictor
@@ -225,6 +225,13 @@ def _print_plan(plan: dict, platform, case) -> None:
     p = plan["predicted"]
     n = int(plan["case"].get("gpus") or 1)
     host = f", host {p['host_mem_gib']:.0f} GiB" if p.get("host_mem_gib") else ""
+    if p.get("fits", True):
+        predicted = (f"Predicted now: {p['tokens_per_s']:,.0f} tokens/s, {p['peak_mem_gib']:.1f} GiB per GPU of "
+                     f"{platform.gpu.memory_gib:.0f}{host}.")
+    else:  # a --case that does not fit: no throughput as if it ran
+        need = p.get("required_gib") or p["peak_mem_gib"]
+        predicted = (f"Predicted now: does not fit: would need {need:,.0f} GiB per GPU of {platform.gpu.memory_gib:.0f} "
+                     "(the run would show where it fails).")
     lines = [
         "Dry run: nothing runs.",
         f"It would run on {platform.id} ({n}× {platform.gpu.name}): {case.model if isinstance(case.model, str) else 'the model'} "
@@ -232,17 +239,18 @@ def _print_plan(plan: dict, platform, case) -> None:
         f"  {describe(case)}",
         f"  {plan['warmup']} warm-up + {plan['steps']} timed optimizer steps, random-init weights, "
         f"{'DeepSpeed' if case.engine == 'deepspeed' else 'plain PyTorch'}; stopped after {plan['timeout_s']:.0f} s at most",
-        f"Predicted now: {p['tokens_per_s']:,.0f} tokens/s, {p['peak_mem_gib']:.1f} GiB per GPU of "
-        f"{platform.gpu.memory_gib:.0f}{host}.",
+        predicted,
         "It compares the measured tokens/s, peak GPU memory (torch.cuda.max_memory_allocated) and the node's host RAM "
-        "with these predictions,",
-        f"appends the row to {plan['row_file']}" + (" and refits the platform factors (advisor calibrate)." if plan["refit"] else "."),
-        f"Run it where the GPUs are: advisor confirm --hardware {platform.id} --task {case.task} --model "
-        f"{shlex.quote(case.model) if isinstance(case.model, str) else 'MODEL'} --seq-len {case.seq_len}",
-        "(--json prints the plan for machines: the case, the exact command, the prediction.)",
+        f"with these predictions and appends the row to {plan['row_file']}"
+        + (", then refits the platform factors (advisor calibrate)." if plan["refit"] else "."),
+        "Run it where the GPUs are:",
     ]
     for line in lines:
-        console.print(line, highlight=False, markup=False)
+        print_hanging(line)
+    console.print(f"  advisor confirm --hardware {platform.id} --task {case.task} --model "
+                  f"{shlex.quote(case.model) if isinstance(case.model, str) else 'MODEL'} --seq-len {case.seq_len}",
+                  highlight=False, markup=False, soft_wrap=True)
+    print_hanging("(--json prints the plan for machines: the case, the exact command, the prediction.)")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, fail, warn
+from advisor.output import check_writable, console, fail, print_hanging, warn
 
 
 def quiet_deepspeed_import():
@@ -78,15 +78,15 @@ def deepspeed_config_cmd(
     task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
     model: str = typer.Option("7b", "--model", "-m", help="Catalog name, hub id, config.json path or inline JSON."),
     method: Optional[str] = typer.Option(None, "--method", help="full, lora, qlora (default: full for pretrain, lora for finetune)."),
-    zero_stage: int = typer.Option(2, "--zero-stage", min=0, max=3),
+    zero_stage: int = typer.Option(2, "--zero-stage", min=0, max=3, help="DeepSpeed ZeRO stage: 0 (data parallel), 1 optimizer, 2 + gradients, 3 + weights sharded over the GPUs."),
     offload: str = typer.Option("none", "--offload", help="none, optimizer (ZeRO 1-3), optimizer+params (ZeRO-3)."),
     quantization: Optional[str] = typer.Option(None, "--quantization", help="none or int8 for LoRA (nf4 is --method qlora)."),
-    recompute: bool = typer.Option(False, "--recompute/--no-recompute"),
+    recompute: bool = typer.Option(False, "--recompute/--no-recompute", help="Activation recomputation (gradient checkpointing): less activation memory for one more forward pass."),
     flash_attention: bool = typer.Option(True, "--flash/--eager", help="Fused attention (default) or eager."),
-    micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1, max=1 << 20),
-    grad_accum: int = typer.Option(1, "--grad-accum", min=1, max=1 << 20),
+    micro_batch_size: int = typer.Option(1, "--micro-batch-size", min=1, max=1 << 20, help="Sequences per GPU per forward pass (train_micro_batch_size_per_gpu)."),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, max=1 << 20, help="Micro-batches per optimizer step (gradient_accumulation_steps)."),
     seq_len: int = typer.Option(2048, "--seq-len", min=1, max=1 << 20, help="Tokens per sequence (decides the activation memory)."),
-    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16),
+    lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16, help="LoRA / QLoRA adapter rank r (PEFT's LoraConfig(r=...))."),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1 << 16, help="GPUs in all (default: all of the platform, times --nodes)."),
     nodes: int = typer.Option(1, "--nodes", min=1, max=1 << 12, help="Identical servers joined by a network; a hostfile is written beside the JSON."),
     network: Optional[str] = typer.Option(None, "--network", help="With --nodes: the fabric, NAME[:NICs per node] (ib-ndr, eth-100, …)."),
@@ -191,7 +191,7 @@ def deepspeed_config_cmd(
         console.print(f"launch: {hints.launch_line(c, platform, n, out)}", highlight=False, soft_wrap=True)
         console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
     for line in hints.usage_lines(c, out, platform.gpu.supports_bf16):
-        console.print(line, highlight=False, markup=False, soft_wrap=line.startswith("      "))
+        print_hanging(line)
 
 
 def _zeropp_fields(text: str, per_node: int) -> dict:

@@ -108,11 +108,18 @@ def _model_or_fail(model: str) -> None:
         _fail(f"--model: {e}")
 
 
+def summary_title(profile: Any) -> str:
+    """'Profile of 1x NVIDIA H100 80GB HBM3', or for a machine without a GPU what its numbers are, never 'cpu x0'."""
+    where = (f"{profile.gpu_count}x {profile.gpu_name}" if profile.gpu_count
+             else "this machine's CPU (no GPU: toy-size numbers, not a GPU profile)")
+    return f"Profile of {where}" + (" (quick)" if profile.quick else "")
+
+
 def _summary(profile: Any) -> Any:
     """A Rich table of the measured ceilings."""
     from rich.table import Table
 
-    t = Table(title=f"Profile of {profile.gpu_name} x{profile.gpu_count}" + (" (quick)" if profile.quick else ""))
+    t = Table(title=summary_title(profile))
     t.add_column("ceiling")
     t.add_column("value", justify="right")
     t.add_row("matmul, large square", f"{profile.matmul_tflops:.4g} TFLOP/s")
@@ -180,8 +187,8 @@ def probe(
 ) -> None:
     """Measure GEMM, memory, launch, host-link, CPU Adam, attention and collective ceilings.
 
-    Launched on several nodes (torchrun --nnodes N, or deepspeed --hostfile), it measures the network between
-    them instead and adds it to the node's profile (written before by a plain `advisor probe` there)."""
+    Launched on several nodes (torchrun --nnodes N, or deepspeed --hostfile), it measures the network between them instead and adds it to the node's profile (written before by a plain `advisor probe` there).
+    """
     from probes.internode import launch_shape
 
     if launch_shape() is not None:

@@ -6,7 +6,7 @@ import sys
 
 import json
 from enum import Enum
-from typing import Any
+from typing import Any  # noqa: F401
 
 import typer
 from rich.table import Table
@@ -29,11 +29,13 @@ def _pct(x: float | None) -> str:
 def validate(
     data: str = typer.Option("all", "--data", help="all, published, own, or one data set name (e.g. own-h100)."),
     holdout: Holdout = typer.Option(Holdout.model, "--holdout", help="Group held out of each fit."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help="The whole report as JSON (every figure, for programs)."),
     recompute: bool = typer.Option(False, "--recompute", help="Refit every held-out group even if the cached report is current."),
 ) -> None:
-    """Prediction error against real runs, each group predicted by a fit that never saw it, with and without
-    the machine's profile. The report is cached by a fingerprint of the data, the fit and the model code."""
+    """Prediction error against real runs, each group predicted by a fit that never saw it, with and without its machine's profile.
+
+    The report is cached by a fingerprint of the data, the fit and the model code (--recompute refits).
+    """
     from advisor.validation import validation_report
     from advisor.validation_cache import cached_report, store_report
     from knowledge.errors import AdvisorError
@@ -55,7 +57,9 @@ def validate(
     if as_json:
         print(json.dumps({**rep, "serving": serving}, indent=2))
         return
-    _print_report(rep, data)
+    from advisor.validation_display import print_report
+
+    print_report(rep, console)
     _print_serving(serving)
 
 
@@ -71,50 +75,6 @@ def _print_serving(serving: dict[str, dict]) -> None:
                  ("prefill_s", "decode_step_s", "e2e_output_tokens_per_s", "peak_mem_gib")]
         t.add_row(by, *cells)
     console.print(t)
-
-
-def _print_report(rep: dict[str, Any], data: str) -> None:
-    holdout = rep["holdout"]
-    t = Table(title=f"Throughput (tokens/s), held out by {holdout}: {rep['rows']} rows of '{data}'", title_justify="left")
-    for c in ("held-out group", "n", "MAPE", "n profiled", "w/o profile", "with profile"):
-        t.add_column(c, justify="left" if c == "held-out group" else "right")
-    for g in rep["throughput_by_group"]:
-        t.add_row(g["group"], str(g["n"]), _pct(g["mape"]), str(g["n_profiled"]), _pct(g["mape_profiled_without"]), _pct(g["mape_profiled_with"]))
-    o = rep["throughput_overall"]
-    t.add_row("[bold]all held-out[/]", str(o["n"]), f"[bold]{_pct(o['mape'])}[/]", str(o["n_profiled"]),
-              _pct(o["mape_profiled_without"]), _pct(o["mape_profiled_with"]))
-    console.print(t)
-    t1 = Table(title="Own runs by regime (same held-out predictions)", title_justify="left")
-    for c in ("regime", "n", "MAPE", "n profiled", "w/o profile", "with profile"):
-        t1.add_column(c, justify="left" if c == "regime" else "right")
-    for g in rep["throughput_by_regime"]:
-        t1.add_row(g["regime"], str(g["n"]), _pct(g["mape"]), str(g["n_profiled"]), _pct(g["mape_profiled_without"]), _pct(g["mape_profiled_with"]))
-    console.print(t1)
-    t2 = Table(title="Per data set", title_justify="left")
-    for c in ("data set", "tokens/s MAPE (n)", "peak memory MAPE (n)", "memory within 10%", "fit verdict right (n)"):
-        t2.add_column(c, justify="right" if c != "data set" else "left")
-    names = sorted(set(rep["throughput_by_dataset"]) | set(rep["memory_by_dataset"]) | set(rep["fit_verdict_by_dataset"]))
-    for k in names:
-        tp, mm, fv = rep["throughput_by_dataset"].get(k), rep["memory_by_dataset"].get(k), rep["fit_verdict_by_dataset"].get(k)
-        t2.add_row(
-            k, f"{_pct(tp['mape'])} ({tp['n']})" if tp else "-", f"{_pct(mm['mape'])} ({mm['n']})" if mm else "-",
-            f"{mm['within_10pct']:.0%}" if mm else "-", f"{fv['accuracy']:.1%} ({fv['n']})" if fv else "-",
-        )
-    console.print(t2)
-    if rep.get("host_memory_offload"):
-        h = rep["host_memory_offload"]
-        console.print(f"Host RAM of offload runs: MAPE {_pct(h['mape'])} (n={h['n']}, measured as the rise of the node's used RAM); "
-                      f"host kills among the runs: {rep['host_kills']}", highlight=False)
-    if rep["regret_by_grid"]:
-        t3 = Table(title="Regret of the best-predicted configuration in each measured grid (held-out predictions)", title_justify="left")
-        t3.add_column("grid")
-        t3.add_column("regret", justify="right")
-        for k, v in rep["regret_by_grid"].items():
-            t3.add_row(k, f"{v:.1%}")
-        console.print(t3)
-        console.print(f"grids within 5% of the best measured: {rep['regret_within_5pct']:.0%}")
-    console.print("Memory and fit verdicts use the bundled calibration (bytes, not fitted efficiencies); published peak "
-                  "memory is the paper's 'GB' figure (not max_memory_allocated).", style="dim")
 
 
 def calibrate(

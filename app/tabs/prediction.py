@@ -20,11 +20,17 @@ SERVE_PHASES = {"prefill: compute-bound ops": "prefill_compute_s", "prefill: mem
                 "decode: graph replay overhead": "overhead_s"}
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _train_metrics(p: TrainPrediction) -> None:
     from advisor.tables import not_run
 
-    c = st.columns(4)
     if not p.fits:  # it cannot run: say what it would need, not a throughput as if it ran
+        st.error(_sentence(not_run(p)))
+    c = st.columns(4)
+    if not p.fits:
         c[0].metric("tokens/s", "—", help=not_run(p))
         c[1].metric("step time", "—")
     else:
@@ -37,16 +43,18 @@ def _train_metrics(p: TrainPrediction) -> None:
 def _serve_metrics(p: ServePrediction) -> None:
     from advisor.tables import not_run
 
+    ran = p.fits  # a configuration that does not fit shows no throughput, nor latency, as if it ran
+    if not ran:
+        st.error(_sentence(not_run(p)))
     c = st.columns(4)
-    ran = p.fits  # a configuration that does not fit shows no throughput as if it ran
     c[0].metric("decode tokens/s", f"{p.decode_tokens_per_s:,.0f}" if ran else "—", help="batch / one decode step" if ran else not_run(p))
     c[1].metric("e2e output tokens/s", f"{p.e2e_output_tokens_per_s:,.0f}" if ran and p.e2e_output_tokens_per_s else "—")
     c[2].metric("GiB/GPU", f"{p.peak_mem_gib:.1f}", help=f"of {p.capacity_gib:.0f} GiB")
     c[3].metric("fits", "yes" if p.fits else "no")
     c = st.columns(4)
-    c[0].metric("prefill (TTFT)", f"{p.prefill_s * 1e3:,.1f} ms")
-    c[1].metric("decode step", f"{p.decode_step_s * 1e3:,.2f} ms")
-    c[2].metric("TPOT (generate)", f"{p.tpot_s * 1e3:,.2f} ms" if p.tpot_s else "—")
+    c[0].metric("prefill (TTFT)", f"{p.prefill_s * 1e3:,.1f} ms" if ran else "—")
+    c[1].metric("decode step", f"{p.decode_step_s * 1e3:,.2f} ms" if ran else "—")
+    c[2].metric("TPOT (generate)", f"{p.tpot_s * 1e3:,.2f} ms" if ran and p.tpot_s else "—")
     c[3].metric("max batch that fits", f"{p.max_batch_size:,}" if p.max_batch_size is not None else "—",
                 help="sequences of this length the engine's KV pool holds" if p.kv_pool_gib is not None else None)
     st.caption(f"As served by **{p.engine}**" + (f": KV pool {p.kv_pool_gib:,.1f} GiB per GPU, prefill in chunks of "
