@@ -21,7 +21,7 @@ from collections import defaultdict
 from typing import Any
 
 KINDS = (  # first match wins: kernel names of cuBLAS/CUTLASS, FlashAttention, ATen, bitsandbytes, apex/torch optimizers
-    ("grouped_gemm", r"grouped|_gmm|GroupedGemm|ptr_array"),
+    ("grouped_gemm", r"grouped|_gmm|GroupedGemm|ptr_array|GemmUniversalINS5_17Gr|KernelPtrArray"),
     ("gemm", r"gemm|nvjet|cutlass|xmma|sm\d+_.*_tn|ampere_|hopper_|cublas"),
     ("attention", r"flash|fmha|attention|_efficient_attention|softmax_warp"),
     ("dequant", r"kDequantize|dequant|kQuantize|int8|igemmlt|kgemm_4bit"),
