@@ -54,7 +54,7 @@ def variant_for(case: TrainCase, window: int | None = None) -> TraceVariant:
         lora_rank=case.lora_rank if adapters else 0, attention="sdpa" if case.flash_attention else "eager",
         recompute=case.recompute, fp32_weights=case.engine == "pytorch" and trains == "all",
         bnb_base=case.quantization in ("nf4", "int8"), autocast=case.engine == "pytorch",
-        min_seq=window if window and case.seq_len > window else 0,
+        min_seq=window if window and case.seq_len >= window else 0,  # transformers masks from kv_length >= window on
     )
 
 

@@ -38,7 +38,7 @@ class Efficiencies(BaseModel):
     trace_stream_bytes_eff: float = _p(0.80, "fitted (anatomy, above): traced streaming memory-bound kernels (norms, casts, activations, residuals, loss) move their bytes at 80% of the probed bandwidth", 0.05, 1)
     trace_irregular_bytes_eff: float = _p(0.43, "fitted (anatomy, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) move their bytes at 43% of the probed bandwidth", 0.02, 1)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
-    masked_attention_factor: float = _p(0.5, "prior: with an explicit mask (a sliding window) PyTorch's SDPA runs the memory-efficient kernel, about half FlashAttention-2's rate (Dao 2023, FlashAttention-2, figs. 4-6: 1.7-3x over xformers' cutlass kernel)", 0.05, 1)
+    masked_attention_factor: float = _p(0.71, "measured: with an explicit mask (a sliding window, from kv_length >= window on) SDPA runs cuDNN's masked kernel at 0.69-0.73 of the rate the unmasked fused kernel is priced at (StarCoder2-3B, s4096 and s8192, kernel times on one H100: probes/anatomy.py, logs/h100-anatomy-2-2026-11-24.jsonl)", 0.05, 1)
     extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
