@@ -24,25 +24,41 @@ MODEL_18B = {"hidden_size": 6144, "intermediate_size": 16384, "num_hidden_layers
              "num_key_value_heads": 48, "vocab_size": 50257}
 
 
-def sweep() -> list[tuple[int, float, float]]:
+MICRO_BATCH, SEQ_LEN = 5, 1024  # GPT-3's 2M-token batch at this size over 384 GPUs (see above)
+
+
+def sweep(micro_batch: int = MICRO_BATCH, seq_len: int = SEQ_LEN) -> list[tuple[int, float, float]]:
     """(Gb/s per node, predicted TFLOP/s per GPU, measured)."""
     p = Predictor()
     out = []
     for gbps, measured in MEASURED_TFLOPS.items():
         case = TrainCase(id=str(gbps), task="pretrain", hardware="v100x16", model=MODEL_18B, nodes=24, zero_stage=3,
-                         recompute=True, micro_batch_size=8, seq_len=1024, inter_node_gbps=gbps)
+                         recompute=True, micro_batch_size=micro_batch, seq_len=seq_len, inter_node_gbps=gbps)
         out.append((gbps, p.predict(case).model_tflops_per_gpu, measured))
     return out
+
+
+def ratio_errors(rows: list[tuple[int, float, float]]) -> list[float]:
+    """Each predicted ratio to the 100 Gb/s point over the measured one, minus 1."""
+    base_p, base_m = rows[0][1], rows[0][2]
+    return [(pred / base_p) / (meas / base_m) - 1 for _, pred, meas in rows[1:]]
 
 
 def main() -> None:
     rows = sweep()
     base_p, base_m = rows[0][1], rows[0][2]
-    print("ZeRO-3, 24 x v100x16, 18B proxy, mb 8 x 1024, recompute")
+    print(f"ZeRO-3, 24 x v100x16, 18B proxy, mb {MICRO_BATCH} x {SEQ_LEN}, recompute")
     print(f"{'Gb/s':>6} {'pred TFLOP/s':>13} {'meas':>6} {'pred ratio':>11} {'meas ratio':>11} {'ratio err':>10}")
     for g, pr, me in rows:
         rp, rm = pr / base_p, me / base_m
         print(f"{g:>6} {pr:>13.1f} {me:>6.1f} {rp:>11.2f} {rm:>11.2f} {rp / rm - 1:>+10.0%}")
+    print("\nthe same sweep at other tokens per GPU (recompute): predicted TFLOP/s at 100/200/400/800, ratio errors")
+    for mb, seq in ((2, 1024), (4, 1024), (5, 1024), (6, 1024), (8, 1024), (2, 2048), (3, 2048)):
+        r = sweep(mb, seq)
+        errs = ratio_errors(r)
+        verdict = "pass" if all(abs(e) <= 0.25 for e in errs) else "fail"
+        print(f"  mb {mb} x {seq:<5} {' '.join(f'{x[1]:5.1f}' for x in r)}   "
+              f"{' '.join(f'{e:+5.0%}' for e in errs)}   {verdict}")
 
 
 if __name__ == "__main__":
