@@ -6,7 +6,17 @@ Measured (as quoted in issue 23 of this project, from DeepSpeed's published ZeRO
 V100 32GB, an 18B-parameter model, 26, 37, 40 and 47 TFLOP/s per GPU at 1, 2, 4 and 8 x 100 Gb/s per node.
 Nothing is fitted to these numbers: the network terms are bandwidths and latencies (models/collectives.py).
 The model is a Llama-style proxy of the same size (40 layers, hidden 6144: 12 x 40 x 6144^2 = 18.1B);
-the paper's micro-batch and sequence length are not quoted, so mb 8 x 1024 tokens is an assumption.
+Tokens per GPU are not quoted with the sweep, and they decide its shape: ZeRO-3 moves the same bytes per
+micro-batch whatever the batch, so the fewer tokens per GPU the more of each step the network sets. The
+benchmark takes the batch of GPT-3 at this size (Brown et al. 2020, arXiv 2005.14165, Table 2.1: 2M tokens
+for the 6.7B and 13B models) over the 384 GPUs, 5,461 tokens each, as whole 1024-token sequences: mb 5 x
+1024, with activation recomputation (without it the 18B proxy does not fit 32 GB at that batch). The
+second table shows the same sweep at other batches: the verdict depends on this unquoted input (4 and 5
+sequences pass, 2, 6 and 8 do not), which is why it is printed, not hidden. The pass also rests on the
+model's third gather of every weight under recomputation (4 x 36 GB per micro-batch): with two gathers the
+ratios at mb 5 x 1024 are -22%, -24%, -34%. The study's comm-bound ZeRO-3 rows (7B, mb 1, RTX 3090 / 4090)
+are 0-15% slower with recomputation where the model makes them 12-25% slower (8 pairs), so that third
+gather is itself in question.
 The check (tests/test_zero3_sweep.py) is on each ratio to the 100 Gb/s point, within 25%.
 """
 
