@@ -139,11 +139,15 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernel
     if case.recompute:
         bwd += layer_kernels * per_kernel  # the checkpointed forward runs again
     if case.engine == "deepspeed" and s.zero in (1, 2):
-        per_layer = s.trace.params.tensors_trainable_per_layer if s.trace is not None else (
-            2 * s.adapted_modules_per_layer if s.is_lora else TENSORS_PER_LAYER)
-        tensors = per_layer * s.arch.num_hidden_layers
-        bwd += tensors * eff.zero12_hook_s
+        bwd += trainable_tensors(s) * eff.zero12_hook_s
     return fwd, bwd
+
+
+def trainable_tensors(s: TrainSetup) -> float:
+    """Trainable tensors of the decoder layers (DeepSpeed's per-tensor hooks and step loops run once per tensor)."""
+    per_layer = s.trace.params.tensors_trainable_per_layer if s.trace is not None else (
+        2 * s.adapted_modules_per_layer if s.is_lora else TENSORS_PER_LAYER)
+    return per_layer * s.arch.num_hidden_layers
 
 
 def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTime:
@@ -196,13 +200,17 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         # 16-bit partition from pinned host memory, then all-gathers it (``zero_communication``)
         offload += accum * (2 + case.recompute) * all_16bit / n / h2d
 
+    # DeepSpeed's bf16 / ZeRO-1/2 optimizer step leaves the GPU idle for a time that grows with the trainable
+    # parameters of the rank (gradient norm, copies between the 16-bit and fp32 partitions; a LoRA step barely shows it)
+    ds_step = local * eff.ds_step_param_s if case.engine == "deepspeed" and s.zero in (0, 1, 2) else 0.0
+
     return StepTime(
         forward=accum * full.gpu_s,
         backward=accum * bwd_gpu,
         optimizer=optimizer,
         communication=accum * exposed_mb + per_step_comm,
         offload=offload,
-        overhead=accum * (fwd_exposed + bwd_exposed) + eff.step_overhead_s,
+        overhead=accum * (fwd_exposed + bwd_exposed) + eff.step_overhead_s + ds_step,
         forward_cpu_exposed=accum * fwd_exposed,
         backward_cpu_exposed=accum * bwd_exposed,
     )

@@ -359,6 +359,40 @@ def _new_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _holdout_final(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Eleven families in shapes none of them ran before (QLoRA on routed experts and latent attention, LoRA on
+    DeepSpeed, PyTorch full with recomputation, sliding windows past and below their length), predicted by the final
+    code and stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = {k: CONFIGS + f + ".json" for k, f in (("olmo2", "olmo-2-1b"), ("neox", "pythia-1.4b"), ("slm", "stablelm-2-1.6b"),
+                                               ("gran", "granite-3.0-2b"), ("sc2", "starcoder2-3b"), ("q4", "qwen3-4b"),
+                                               ("phi", "phi-3-mini-4k"), ("olmoe", "olmoe-1b-7b"), ("g2", "gemma-2-2b"),
+                                               ("dsv2", "deepseek-v2-lite"), ("moe", "qwen1.5-moe-a2.7b"),
+                                               ("g3", "gemma-3-1b"))}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("olmo2-qlora-pt-mb4-s2048", "olmo2", "finetune", method="qlora", **pt, micro_batch_size=4),
+        c("neox-lora-ds-z2-mb4-s2048", "neox", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4,
+          lora_targets="all-linear"),
+        c("gran-lora-pt-mb4-s4096", "gran", "finetune", method="lora", **pt, micro_batch_size=4, seq_len=4096),
+        c("slm-lora-ds-z0-mb4-s4096", "slm", "finetune", method="lora", **ds, micro_batch_size=4, seq_len=4096),
+        c("sc2-qlora-pt-mb2-s4096", "sc2", "finetune", method="qlora", **pt, micro_batch_size=2, seq_len=4096),
+        c("q4-lora-pt-rc-mb8-s4096", "q4", "finetune", method="lora", **pt, recompute=True, micro_batch_size=8,
+          seq_len=4096),
+        c("phi-full-ds-z2-rc-mb4-s2048", "phi", "pretrain", **ds, zero_stage=2, recompute=True, micro_batch_size=4),
+        c("olmoe-qlora-pt-mb2-s4096", "olmoe", "finetune", method="qlora", **pt, micro_batch_size=2, seq_len=4096),
+        c("g2-lora-pt-mb2-s4096", "g2", "finetune", method="lora", **pt, micro_batch_size=2, seq_len=4096),
+        c("dsv2-qlora-pt-mb2-s2048", "dsv2", "finetune", method="qlora", **pt, micro_batch_size=2),
+        c("moe-lora-ds-z2-mb2-s2048", "moe", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=2),
+        c("g3-lora-pt-mb4-s8192", "g3", "finetune", method="lora", **pt, micro_batch_size=4, seq_len=8192),
+        c("gran-full-pt-rc-mb2-s4096", "gran", "pretrain", **pt, recompute=True, micro_batch_size=2, seq_len=4096),
+        c("sc2-lora-pt-mb1-s2048", "sc2", "finetune", method="lora", **pt, lora_targets="all-linear"),
+    ]
+
+
 def _families_validation_2gpu() -> list[dict[str, Any]]:
     """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
     ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
@@ -387,6 +421,7 @@ def _families_validation_2gpu() -> list[dict[str, Any]]:
 GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
+                         "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),
                          "h100-families": lambda: _families("h100x1", "h100f", 1),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
