@@ -48,8 +48,11 @@ def test_recommend_help_is_grouped_into_panels() -> None:
 
 
 def test_a_choice_option_names_its_values() -> None:
+    from advisor.commands.validate import Holdout
+
     text = " ".join(_help("validate").split())
-    assert re.search(r"--holdout CHOICE .*one of: gpu, platform, model, dataset, regime", text)
+    values = ", ".join(h.value for h in Holdout)
+    assert re.search(rf"--holdout CHOICE .*one of: {values}", text)
 
 
 def test_the_hugging_face_recipe_wraps_under_its_step_at_80_columns(tmp_path) -> None:

@@ -172,8 +172,12 @@ def test_higher_zero_stage_never_raises_model_states(f):
     from models.memory import STAGE3_MAX_LIVE
 
     f = {**f, "offload": "none"}
-    peaks = [predict({**f, "zero_stage": z}).peak_mem_gib for z in (0, 1, 2, 3)]
-    assert peaks[1] <= peaks[0] * (1 + 1e-12), peaks
+    preds = [predict({**f, "zero_stage": z}) for z in (0, 1, 2, 3)]
+    peaks = [p.peak_mem_gib for p in preds]
+    # ZeRO-1 adds its double-buffered reduce buckets, which ZeRO-0's BF16_Optimizer does not allocate (measured
+    # on one H100: tinyllama ZeRO-0 has none); beyond those buckets, ZeRO-1 never costs more
+    buckets_gib = max(0.0, preds[1].breakdown.buffers_gib - preds[0].breakdown.buffers_gib)
+    assert peaks[1] <= (peaks[0] + buckets_gib) * (1 + 1e-12), peaks
     assert peaks[2] <= peaks[1] * (1 + 1e-12), peaks
     ranks = f["gpus"] or resolve_platform(f["hardware"]).count
     pc = param_counts(resolve_model(f["model"]))
