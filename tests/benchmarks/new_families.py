@@ -34,12 +34,14 @@ def _score(label: str, pairs: list[tuple[dict, dict]]) -> None:
           f"fit verdicts {sum(ok)}/{len(ok)}")
 
 
-def main() -> None:
-    before = {p["id"]: p for p in _lines(OWN / "logs" / "h100-new-families-predictions-2026-11-24.jsonl")}
+def compare(measured: str, predictions: str) -> None:
+    """Each run of ``OWN/measured`` beside its prediction stored before it ran (``OWN/logs/predictions``) and the
+    prediction of the code of today, then the errors of both."""
+    before = {p["id"]: p for p in _lines(OWN / "logs" / predictions)}
     now_p = Predictor()
     stored, now = [], []
     print(f"{'run':38s} {'measured':>16s} | {'stored before':>26s} | {'code of today':>26s}")
-    for r in _lines(OWN / "h100-new-families-2026-11-24.jsonl"):
+    for r in _lines(OWN / measured):
         m, cid = r["measured"], r["case"]["id"]
         q = now_p.predict(TrainCase.model_validate(r["case"])).model_dump()
         b = before[cid]
@@ -50,6 +52,10 @@ def main() -> None:
         print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
     _score("stored before the runs", stored)
     _score("code of today", now)
+
+
+def main() -> None:
+    compare("h100-new-families-2026-11-24.jsonl", "h100-new-families-predictions-2026-11-24.jsonl")
 
 
 if __name__ == "__main__":
