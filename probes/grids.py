@@ -393,6 +393,40 @@ def _holdout_final(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _holdout_final_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """What the first final grid left out: CPU offload of the new families, 1k and 8k sequences, LoRA under ZeRO-1/2
+    and QLoRA with recomputation; predicted by the final code and stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = {k: CONFIGS + f + ".json" for k, f in (("olmo2", "olmo-2-1b"), ("neox", "pythia-1.4b"), ("slm", "stablelm-2-1.6b"),
+                                               ("gran", "granite-3.0-2b"), ("sc2", "starcoder2-3b"), ("q4", "qwen3-4b"),
+                                               ("q8", "qwen3-8b"), ("phi", "phi-3-mini-4k"), ("olmoe", "olmoe-1b-7b"),
+                                               ("g2", "gemma-2-2b"), ("dsv2", "deepseek-v2-lite"))}
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("q4-full-ds-z2-offopt-mb2-s2048", "q4", "pretrain", **ds, zero_stage=2, offload="optimizer", micro_batch_size=2,
+          **_OFF),
+        c("olmo2-lora-ds-z1-mb8-s1024", "olmo2", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=8,
+          seq_len=1024),
+        c("sc2-lora-ds-z2-rc-mb4-s8192", "sc2", "finetune", method="lora", **ds, zero_stage=2, recompute=True,
+          micro_batch_size=4, seq_len=8192),
+        c("g2-full-ds-z2-offopt-rc-mb4-s4096", "g2", "pretrain", **ds, zero_stage=2, offload="optimizer",
+          recompute=True, micro_batch_size=4, seq_len=4096, **_OFF),
+        c("gran-qlora-pt-mb8-s1024", "gran", "finetune", method="qlora", **pt, micro_batch_size=8, seq_len=1024),
+        c("q8-qlora-pt-rc-mb4-s8192", "q8", "finetune", method="qlora", **pt, recompute=True, micro_batch_size=4,
+          seq_len=8192),
+        c("olmoe-lora-pt-mb4-s1024", "olmoe", "finetune", method="lora", **pt, micro_batch_size=4, seq_len=1024),
+        c("neox-full-ds-z1-offopt-mb4-s2048", "neox", "pretrain", **ds, zero_stage=1, offload="optimizer",
+          micro_batch_size=4, **_OFF),
+        c("dsv2-lora-ds-z2-mb1-s4096", "dsv2", "finetune", method="lora", **ds, zero_stage=2, seq_len=4096),
+        c("phi-full-ds-z3-offall-mb2-s2048", "phi", "pretrain", **ds, zero_stage=3, offload="optimizer+params",
+          micro_batch_size=2, **_OFF),
+        c("slm-full-pt-mb2-s8192", "slm", "pretrain", **pt, micro_batch_size=2, seq_len=8192),
+    ]
+
+
 def _families_validation_2gpu() -> list[dict[str, Any]]:
     """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
     ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
@@ -422,6 +456,7 @@ GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),
+                         "h100-holdout-final-2": lambda: _holdout_final_2("h100x1", "h100k"),
                          "h100-families": lambda: _families("h100x1", "h100f", 1),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
