@@ -177,11 +177,11 @@ def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
 
 def smallest_footprint(ev) -> tuple[TrainCase, float] | None:
     """The configuration of the current space with the least GPU memory, and that memory (GiB)."""
-    from advisor.search import configurations, make_case
+    from advisor.search import configurations
 
     best = None
     for knobs in configurations(ev.spec, ev.gpus):
-        case = make_case(ev.spec, knobs, ev.gpus)
+        case = ev.case(knobs)
         try:
             gib = ev.memory_gib(case)
         except AdvisorError:

@@ -157,6 +157,7 @@ class Predictor:
         if isinstance(case, TrainCase):
             cal = self.calibration(platform)
             network = network_for(platform, case.nodes, case.network, case.inter_node_gbps, self.profile)
+            case = self.traces.with_default_lora_targets(arch, case)
             trace = self.traces.trace(arch, case)
             err = rel_error_for(case.task, platform, case.nodes, self._by_class, self._held_out)
             if network is None:

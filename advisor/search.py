@@ -147,6 +147,10 @@ class Evaluator:
         self.cache: dict[tuple, Candidate | None] = {}
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)
 
+    def case(self, knobs: dict[str, Any]) -> TrainCase:
+        """The case of one configuration, with the model's own LoRA targets where it lacks the usual ones."""
+        return self.traces.with_default_lora_targets(self.arch, make_case(self.spec, knobs, self.gpus))
+
     def memory_gib(self, case: TrainCase) -> float:
         return training_memory(derive(case, self.arch, self.platform, self.traces.trace(self.arch, case)), self.eff).peak / GiB
 
@@ -163,7 +167,7 @@ class Evaluator:
         """The prediction for one configuration, or None when it cannot fit."""
         key = tuple(sorted(knobs.items()))
         if key not in self.cache:
-            case = make_case(self.spec, knobs, self.gpus)
+            case = self.case(knobs)
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
@@ -265,7 +269,7 @@ def run_search(
         """tokens/s, minus the excess GiB (TPE) or None (pruned) when it does not fit."""
         cand = ev.evaluate(knobs)
         if cand is None:
-            return None if use_brute else -(ev.memory_gib(make_case(spec, knobs, ev.gpus)) - ev.limit_gib)
+            return None if use_brute else -(ev.memory_gib(ev.case(knobs)) - ev.limit_gib)
         return cand.prediction.tokens_per_s
 
     def record(knob_list: list[dict[str, Any]]) -> None:

@@ -24,6 +24,8 @@ BUNDLED_TRACES = BUNDLED / "data" / "traces"
 # of them predicts exactly as the catalog model does
 HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
 WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not a variant)
+LORA_DEFAULT = "_lora_default_targets"  # and for the LoRA targets a case that names none gets (None: the schema's)
+USUAL_LORA_TARGETS = TrainCase.model_fields["lora_targets"].default
 
 
 def sliding_window(config: dict[str, Any]) -> int | None:
@@ -76,6 +78,7 @@ class TraceBook:
         self._kept: dict[tuple[str, str], ArchTrace] = {}
         self._files: dict[Path, dict[str, Any]] = {}
         self._windows: dict[str, int | None] = {}
+        self._lora: dict[str, list[str] | None] = {}
         self._versions: dict[str, str | None] | None = None
         self.on_trace = on_trace  # told before a trace runs (a progress line for the CLI)
 
@@ -101,17 +104,44 @@ class TraceBook:
         return record.get("schema_version") == TRACE_SCHEMA and all(
             want is None or got.get(k) == want for k, want in self._versions.items())
 
-    def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
-        """The trace of ``arch`` under ``case``; None for a Llama-family decoder (catalog, inline or config.json), whose
-        hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
-        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
-            return None
+    def _config(self, arch: ModelArch) -> tuple[dict[str, Any], str, tuple[Path, Path]]:
         from probes.hf_model import config_dict
         from probes.trace import config_hash
 
         config = config_dict(arch)
         h = config_hash(config)
-        files = (BUNDLED_TRACES / f"{h}.json", _user_dir() / f"{h}.json")
+        return config, h, (BUNDLED_TRACES / f"{h}.json", _user_dir() / f"{h}.json")
+
+    def default_lora_targets(self, arch: ModelArch) -> list[str] | None:
+        """The LoRA targets of a case that names none, where this model lacks the usual q/k/v/o projections (PEFT's
+        default for its type, ``probes.trace.default_lora_targets``); None: the schema's default. Kept beside the
+        traces, so a cached model needs no import of transformers."""
+        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+            return None
+        config, h, files = self._config(arch)
+        if h not in self._lora:
+            known = [self._file(p)[LORA_DEFAULT] for p in files if LORA_DEFAULT in self._file(p)]
+            if known:
+                self._lora[h] = known[0]
+            else:
+                from probes.trace import default_lora_targets
+
+                self._lora[h] = default_lora_targets(config, list(USUAL_LORA_TARGETS))
+        return self._lora[h]
+
+    def with_default_lora_targets(self, arch: ModelArch, case: TrainCase) -> TrainCase:
+        """``case`` with the model's own default LoRA targets where it names none and lacks the usual ones."""
+        if case.method not in ("lora", "qlora") or "lora_targets" in case.model_fields_set:
+            return case
+        own = self.default_lora_targets(arch)
+        return case if own is None else case.model_copy(update={"lora_targets": own})
+
+    def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
+        """The trace of ``arch`` under ``case``; None for a Llama-family decoder (catalog, inline or config.json), whose
+        hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
+        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+            return None
+        config, h, files = self._config(arch)
         if h not in self._windows:  # kept beside the traces: a cached model needs no import of transformers
             known = [self._file(p)[WINDOW] for p in files if WINDOW in self._file(p)]
             self._windows[h] = known[0] if known else sliding_window(config)
@@ -133,7 +163,7 @@ class TraceBook:
         t = timed_run(lambda: run_trace(config, v), f"tracing {Path(arch.name).stem} on fake tensors", 15.0,
                       disable=not interactive())
         self._kept[key] = t
-        save(_user_dir() / f"{h}.json", t, self._windows[h])
+        save(_user_dir() / f"{h}.json", t, self._windows[h], self.default_lora_targets(arch))
         self._files.pop(_user_dir() / f"{h}.json", None)
         return t
 
@@ -149,13 +179,14 @@ def run_trace(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         raise AdvisorError(f"tracing needs torch, transformers and peft: {e}") from None
 
 
-def save(path: Path, trace: ArchTrace, window: int | None = None) -> None:
+def save(path: Path, trace: ArchTrace, window: int | None = None, lora_default: list[str] | None = None) -> None:
     """Add ``trace`` to the file of its config, atomically, keeping the variants already there (and the config's
-    sliding window, under ``WINDOW``)."""
+    sliding window, under ``WINDOW``, and its default LoRA targets, under ``LORA_DEFAULT``)."""
     from knowledge.store import atomic_write_json
 
     data = _read(path) if path.is_file() else {}
     data[trace.variant.key] = trace.model_dump(mode="json")
     data[WINDOW] = window
+    data[LORA_DEFAULT] = lora_default
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, data)

@@ -274,11 +274,16 @@ def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
     return [g for g in groups if g["layers"]]
 
 
+# Causal LMs of transformers outside our summary's families (traced, never hand-counted): known here so that their
+# config.json needs no import of transformers (6 s on two cores); tests check each against transformers' own mapping
+OTHER_CAUSAL_LM_TYPES = frozenset({"gpt_neox", "gpt2", "gptj", "gpt_bigcode", "falcon", "bloom", "opt", "phi", "mpt"})
+
+
 def causal_lm_type(kind: Any) -> bool:
     """Does transformers build a causal LM for this model_type? (Our summary table first: no import.)"""
     if not isinstance(kind, str):
         return False
-    if kind in DECODER_MODEL_TYPES:
+    if kind in DECODER_MODEL_TYPES or kind in OTHER_CAUSAL_LM_TYPES:
         return True
     try:
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES

@@ -207,6 +207,23 @@ def _layer_linear_names(model: Any) -> list[str]:
                    if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"})
 
 
+def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] | None:
+    """The LoRA targets a case that names none gets: None (keep ``usual``, the attention projections of a Llama-style
+    decoder) where PEFT finds any of them in this model, else PEFT's own default for the model type (what
+    ``get_peft_model`` picks when no target is given: GPT-NeoX's ``query_key_value``); None again where PEFT has no
+    default that exists here (the error then names the model's projections). Built on the meta device: no weights."""
+    import torch
+    import transformers
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
+
+    with torch.device("meta"):
+        names = set(_layer_linear_names(transformers.AutoModelForCausalLM.from_config(_cut_config(config, 1, "sdpa"))))
+    if names & set(usual):
+        return None
+    own = [t for t in PEFT_DEFAULTS.get(config.get("model_type", ""), []) if t in names]
+    return own or None
+
+
 def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, Any]:
     """The cut model with fake parameters, adapters attached and requires_grad set as the variant trains.
 
@@ -266,9 +283,9 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
                            target_modules=v.lora_targets, task_type="CAUSAL_LM")
     try:
         return peft.get_peft_model(model, lcfg)
-    except ValueError as e:
+    except ValueError:
         names = _layer_linear_names(model)
-        raise AdvisorError(f"LoRA targets {v.lora_targets!r} not in this model ({str(e).splitlines()[0][:70]}); "
+        raise AdvisorError(f"LoRA targets {v.lora_targets!r}: PEFT finds none of them in this model; "
                            f"its projections: {', '.join(names)}, or 'all-linear'") from None
 
 

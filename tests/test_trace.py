@@ -88,3 +88,26 @@ def test_kv_cache_as_the_model_lays_it_out() -> None:
     ds = p.kv_layout(resolve_model("knowledge/data/configs/deepseek-v2-lite.json"))
     assert kv_cache_bytes(ds, 1, 16, 1000) == 27 * 1000 * (512 + 64) * 2  # latent 512 + RoPE key 64
     assert kv_cache_bytes(ds, 2, 16, 1000) == kv_cache_bytes(ds, 1, 16, 1000)  # replicated over TP ranks
+
+
+NEOX_TOY = {"model_type": "gpt_neox", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "vocab_size": 1000, "rotary_pct": 0.25, "max_position_embeddings": 2048}
+
+
+def test_a_model_without_q_k_v_o_gets_peft_s_own_default_targets() -> None:
+    """A LoRA case that names no target keeps q/k/v/o where PEFT finds any of them (Phi-3: o_proj, as PEFT does with
+    those names); a GPT-NeoX has none, so it gets what get_peft_model picks when given no target."""
+    from probes.trace import default_lora_targets
+
+    usual = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    assert default_lora_targets(PHI3_TOY, usual) is None
+    assert default_lora_targets(QWEN3_TOY, usual) is None
+    assert default_lora_targets(NEOX_TOY, usual) == ["query_key_value"]
+
+
+def test_the_causal_lm_types_known_without_transformers_are_its_own() -> None:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from knowledge.catalog import OTHER_CAUSAL_LM_TYPES
+
+    assert set(OTHER_CAUSAL_LM_TYPES) - set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) == set()
