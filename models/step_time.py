@@ -201,8 +201,12 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         offload += accum * (2 + case.recompute) * all_16bit / n / h2d
 
     # DeepSpeed's bf16 / ZeRO-1/2 optimizer step leaves the GPU idle for a time that grows with the trainable
-    # parameters of the rank (gradient norm, copies between the 16-bit and fp32 partitions; a LoRA step barely shows it)
-    ds_step = local * eff.ds_step_param_s if case.engine == "deepspeed" and s.zero in (0, 1, 2) else 0.0
+    # parameters of the rank (gradient norm, copies between the 16-bit and fp32 partitions) and with its trainable
+    # tensors (Python loops over the rank's parameters: what a LoRA step, of few parameters in many tensors, shows)
+    ds_step = 0.0
+    if case.engine == "deepspeed" and s.zero in (0, 1, 2):
+        tensors = trainable_tensors(s) / (n if s.zero in (1, 2) else 1)
+        ds_step = local * eff.ds_step_param_s + tensors * eff.ds_step_tensor_s
 
     return StepTime(
         forward=accum * full.gpu_s,

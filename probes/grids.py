@@ -242,6 +242,25 @@ def _weak(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
 
 
 CONFIGS = "knowledge/data/configs/"  # architectures outside the catalog, given as their config.json
+# the grids' short names for them
+FAMILIES = {
+    "q8": CONFIGS + "qwen3-8b.json",
+    "q2": CONFIGS + "qwen3-1.7b.json",
+    "q4": CONFIGS + "qwen3-4b.json",
+    "phi": CONFIGS + "phi-3-mini-4k.json",
+    "phim": CONFIGS + "phi-3-medium-4k.json",
+    "g2": CONFIGS + "gemma-2-2b.json",
+    "g9": CONFIGS + "gemma-2-9b.json",
+    "g3": CONFIGS + "gemma-3-1b.json",
+    "moe": CONFIGS + "qwen1.5-moe-a2.7b.json",
+    "olmoe": CONFIGS + "olmoe-1b-7b.json",
+    "dsv2": CONFIGS + "deepseek-v2-lite.json",
+    "olmo2": CONFIGS + "olmo-2-1b.json",
+    "neox": CONFIGS + "pythia-1.4b.json",
+    "slm": CONFIGS + "stablelm-2-1.6b.json",
+    "gran": CONFIGS + "granite-3.0-2b.json",
+    "sc2": CONFIGS + "starcoder2-3b.json",
+}
 
 
 def _families(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
@@ -249,9 +268,7 @@ def _families(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
     vocabulary (Qwen3), fused QKV and gate/up (Phi-3), soft-capping and sliding windows (Gemma-2), routed and shared
     experts (Qwen1.5-MoE), latent attention (DeepSeek-V2-Lite)."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = {k: CONFIGS + f + ".json" for k, f in (("q8", "qwen3-8b"), ("q2", "qwen3-1.7b"), ("phi", "phi-3-mini-4k"),
-                                               ("g2", "gemma-2-2b"), ("g9", "gemma-2-9b"), ("moe", "qwen1.5-moe-a2.7b"),
-                                               ("dsv2", "deepseek-v2-lite"))}
+    m = FAMILIES
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=kw.pop("gpus", gpus), **kw)
@@ -297,9 +314,7 @@ def _families_validation(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Architectures and shapes the trace's physics was not shaped on (q/k-norm 4B, a 14B with fused projections,
     64-expert MoE, Gemma-3's 5:1 sliding pattern), predicted and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = {k: CONFIGS + f + ".json" for k, f in (("q4", "qwen3-4b"), ("phim", "phi-3-medium-4k"), ("olmoe", "olmoe-1b-7b"),
-                                               ("g3", "gemma-3-1b"), ("g2", "gemma-2-2b"), ("dsv2", "deepseek-v2-lite"),
-                                               ("moe", "qwen1.5-moe-a2.7b"), ("q2", "qwen3-1.7b"))}
+    m = FAMILIES
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
@@ -330,9 +345,7 @@ def _new_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     sliding window), and Qwen1.5-MoE's QLoRA again with its experts' grouped GEMM (the first run's quantized build
     left them in an eager loop). Predictions stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = {k: CONFIGS + f + ".json" for k, f in (("olmo2", "olmo-2-1b"), ("neox", "pythia-1.4b"), ("slm", "stablelm-2-1.6b"),
-                                               ("gran", "granite-3.0-2b"), ("sc2", "starcoder2-3b"),
-                                               ("moe", "qwen1.5-moe-a2.7b"))}
+    m = FAMILIES
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
@@ -364,11 +377,7 @@ def _holdout_final(hw: str, prefix: str) -> list[dict[str, Any]]:
     DeepSpeed, PyTorch full with recomputation, sliding windows past and below their length), predicted by the final
     code and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = {k: CONFIGS + f + ".json" for k, f in (("olmo2", "olmo-2-1b"), ("neox", "pythia-1.4b"), ("slm", "stablelm-2-1.6b"),
-                                               ("gran", "granite-3.0-2b"), ("sc2", "starcoder2-3b"), ("q4", "qwen3-4b"),
-                                               ("phi", "phi-3-mini-4k"), ("olmoe", "olmoe-1b-7b"), ("g2", "gemma-2-2b"),
-                                               ("dsv2", "deepseek-v2-lite"), ("moe", "qwen1.5-moe-a2.7b"),
-                                               ("g3", "gemma-3-1b"))}
+    m = FAMILIES
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
@@ -397,10 +406,7 @@ def _holdout_final_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     """What the first final grid left out: CPU offload of the new families, 1k and 8k sequences, LoRA under ZeRO-1/2
     and QLoRA with recomputation; predicted by the final code and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = {k: CONFIGS + f + ".json" for k, f in (("olmo2", "olmo-2-1b"), ("neox", "pythia-1.4b"), ("slm", "stablelm-2-1.6b"),
-                                               ("gran", "granite-3.0-2b"), ("sc2", "starcoder2-3b"), ("q4", "qwen3-4b"),
-                                               ("q8", "qwen3-8b"), ("phi", "phi-3-mini-4k"), ("olmoe", "olmoe-1b-7b"),
-                                               ("g2", "gemma-2-2b"), ("dsv2", "deepseek-v2-lite"))}
+    m = FAMILIES
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
@@ -430,9 +436,7 @@ def _holdout_final_2(hw: str, prefix: str) -> list[dict[str, Any]]:
 def _families_validation_2gpu() -> list[dict[str, Any]]:
     """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
     ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
-    m = {k: CONFIGS + f + ".json" for k, f in (("q8", "qwen3-8b"), ("q4", "qwen3-4b"), ("phi", "phi-3-mini-4k"),
-                                               ("moe", "qwen1.5-moe-a2.7b"), ("dsv2", "deepseek-v2-lite"),
-                                               ("g2", "gemma-2-2b"), ("olmoe", "olmoe-1b-7b"), ("g3", "gemma-3-1b"))}
+    m = FAMILIES
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         return _case("h200x2", f"h200x2v-{cid}", m[model], task, gpus=kw.pop("gpus", 2), **slow, **kw)

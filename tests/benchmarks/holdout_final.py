@@ -11,10 +11,34 @@ stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-pr
 
 from __future__ import annotations
 
-from tests.benchmarks.new_families import compare
+from collections import defaultdict
+from pathlib import Path
+
+from tests.benchmarks.stored_predictions import compare, score
+
+
+def family(model: str) -> str:
+    """The architecture family of a config path: its file name less the size."""
+    return Path(model).stem.rsplit("-", 1)[0]
 
 if __name__ == "__main__":
+    stored, now = [], []
     for name in ("h100-holdout-final", "h100-holdout-final-2"):
         print(f"== {name}")
-        compare(f"{name}-2026-11-24.jsonl", f"{name}-predictions-2026-11-24.jsonl")
+        s, n = compare([f"{name}-2026-11-24.jsonl"], [f"{name}-predictions-2026-11-24.jsonl"])
+        stored, now = stored + s, now + n
         print()
+    score("both grids, stored before the runs", stored)
+    score("both grids, code of today", now)
+    print()
+    ids = {}
+    for name in ("h100-holdout-final", "h100-holdout-final-2"):
+        from tests.benchmarks.stored_predictions import OWN, lines
+
+        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{name}-2026-11-24.jsonl")})
+    by: dict[str, list] = defaultdict(list)
+    for p, m in stored:
+        by[family(ids[p["id"]])].append((p, m))
+    for fam, pairs in sorted(by.items()):
+        if any(m.get("tokens_per_s") for _, m in pairs):
+            score(f"  {fam}, stored before", pairs)

@@ -1,0 +1,51 @@
+"""Runs beside the predictions stored before they ran (``knowledge/measurements/own/logs/*-predictions-*.jsonl``) and
+the predictions of the code of today: the one comparison every held-out benchmark of ours prints."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from advisor.predictor import Predictor
+from knowledge.schema import TrainCase
+
+OWN = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own"
+Pair = tuple[dict, dict]  # (prediction, measured)
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def score(label: str, pairs: list[Pair]) -> None:
+    ran = [(p, m) for p, m in pairs if m.get("tokens_per_s")]
+    es = [p["tokens_per_s"] / m["tokens_per_s"] - 1 for p, m in ran]
+    ms = [p["peak_mem_gib"] / m["peak_mem_gib"] - 1 for p, m in ran]
+    ok = [p["fits"] == bool(m.get("tokens_per_s")) for p, m in pairs]
+    print(f"{label}: tokens/s MAPE {100 * statistics.mean(map(abs, es)):.1f}% (mean signed {100 * statistics.mean(es):+.1f}%, "
+          f"n={len(es)}); peak memory MAPE {100 * statistics.mean(map(abs, ms)):.1f}% (n={len(ms)}); "
+          f"fit verdicts {sum(ok)}/{len(ok)}")
+
+
+def compare(measured: list[str], predictions: list[str]) -> tuple[list[Pair], list[Pair]]:
+    """Each run of the files ``OWN/measured`` (those that ran or ran out of memory) beside its stored prediction
+    (``OWN/logs/predictions``) and today's; prints the table and both scores, returns (stored, today) pairs."""
+    before = {p["id"]: p for name in predictions for p in lines(OWN / "logs" / name)}
+    rows = [r for name in measured for r in lines(OWN / name)
+            if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
+    now_p = Predictor()
+    stored, now = [], []
+    print(f"{'run':38s} {'measured':>16s} | {'stored before':>26s} | {'code of today':>26s}")
+    for r in rows:
+        m, cid = r["measured"], r["case"]["id"]
+        q = now_p.predict(TrainCase.model_validate(r["case"])).model_dump()
+        b = before[cid]
+        stored.append((b, m))
+        now.append((q, m))
+        meas = f"{m['tokens_per_s']:7.0f} {m['peak_mem_gib']:5.1f}" if m.get("tokens_per_s") else f"OOM {m.get('peak_mem_gib') or 0:5.1f}"
+        cols = [f"{p['tokens_per_s']:7.0f} {p['peak_mem_gib']:5.1f} {'fits' if p['fits'] else 'no  '} {p['p_oom']:4.0%}" for p in (b, q)]
+        print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
+    score("stored before the runs", stored)
+    score("code of today", now)
+    return stored, now
