@@ -256,3 +256,14 @@ def test_sqlite_storage_twice_loads_the_study(tmp_path):
     with sqlite3.connect(db) as con:
         assert con.execute("select study_name from studies").fetchall() == [("s",)]
         assert con.execute("select count(*) from trials").fetchone()[0] == 12
+
+
+def test_lora_on_a_model_without_q_k_v_o_uses_peft_s_default_for_it(tmp_path):
+    """A Pythia (GPT-NeoX) has query_key_value, no q/k/v/o_proj: LoRA that names no target is what PEFT picks for it,
+    and the printed recipe says so (this job failed before; its traces are bundled, so it needs no trace here)."""
+    from knowledge.paths import BUNDLED
+
+    model = str(BUNDLED / "data" / "configs" / "pythia-1.4b.json")
+    r = recommend("--hardware", "h100x1", "--task", "finetune", "--model", model, "--out-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert "target_modules=['query_key_value']" in " ".join(r.stdout.split())
