@@ -433,6 +433,36 @@ def _holdout_final_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _holdout_final_3(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """After the per-tensor DeepSpeed step term: DeepSpeed ZeRO-0/1/2 LoRA and full training of the families, and
+    QLoRA of the two largest dense ones, predicted by that code and fit and stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = FAMILIES
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("g3-lora-ds-z2-mb4-s4096", "g3", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4,
+          seq_len=4096),
+        c("q2-full-ds-z1-mb4-s2048", "q2", "pretrain", **ds, zero_stage=1, micro_batch_size=4),
+        c("q2-lora-ds-z0-mb8-s2048", "q2", "finetune", method="lora", **ds, micro_batch_size=8),
+        c("phi-lora-all-ds-z2-mb4-s2048", "phi", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4,
+          lora_targets="all-linear"),
+        c("g9-qlora-pt-mb2-s2048", "g9", "finetune", method="qlora", **pt, micro_batch_size=2),
+        c("phim-qlora-pt-rc-mb4-s2048", "phim", "finetune", method="qlora", **pt, recompute=True, micro_batch_size=4),
+        c("olmoe-lora-ds-z1-mb4-s2048", "olmoe", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=4),
+        c("gran-lora-ds-z2-rc-mb8-s4096", "gran", "finetune", method="lora", **ds, zero_stage=2, recompute=True,
+          micro_batch_size=8, seq_len=4096),
+        c("slm-full-ds-z2-mb4-s2048", "slm", "pretrain", **ds, zero_stage=2, micro_batch_size=4),
+        c("olmo2-full-ds-z0-mb4-s4096", "olmo2", "pretrain", **ds, micro_batch_size=4, seq_len=4096),
+        c("neox-lora-ds-z1-mb8-s4096", "neox", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=8,
+          seq_len=4096),
+        c("sc2-full-ds-z1-rc-mb2-s4096", "sc2", "pretrain", **ds, zero_stage=1, recompute=True, micro_batch_size=2,
+          seq_len=4096),
+    ]
+
+
 def _families_validation_2gpu() -> list[dict[str, Any]]:
     """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
     ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
@@ -461,6 +491,7 @@ GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),
                          "h100-holdout-final-2": lambda: _holdout_final_2("h100x1", "h100k"),
+                         "h100-holdout-final-3": lambda: _holdout_final_3("h100x1", "h100m"),
                          "h100-families": lambda: _families("h100x1", "h100f", 1),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
