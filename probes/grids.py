@@ -456,10 +456,46 @@ def _holdout_final_3(hw: str, prefix: str) -> list[dict[str, Any]]:
           micro_batch_size=8, seq_len=4096),
         c("slm-full-ds-z2-mb4-s2048", "slm", "pretrain", **ds, zero_stage=2, micro_batch_size=4),
         c("olmo2-full-ds-z0-mb4-s4096", "olmo2", "pretrain", **ds, micro_batch_size=4, seq_len=4096),
-        c("neox-lora-ds-z1-mb8-s4096", "neox", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=8,
-          seq_len=4096),
+        c("neox-lora-ds-z1-mb16-s2048", "neox", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=16),
         c("sc2-full-ds-z1-rc-mb2-s4096", "sc2", "pretrain", **ds, zero_stage=1, recompute=True, micro_batch_size=2,
           seq_len=4096),
+    ]
+
+
+def _holdout_h200(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """One H200 (141 GB), a GPU none of the families ran on alone: what fills it (Gemma-2-9B LoRA and Phi-3-mini full training at its edge,
+    Qwen3-8B and Phi-3-medium LoRA on DeepSpeed), CPU offload, 8k sequences, and the LoRA case whose default targets
+    crashed the H100 probe; predicted by the final code and fit, with and without the machine's profile, and stored
+    before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = FAMILIES
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("q8-lora-ds-z2-mb4-s4096", "q8", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4,
+          seq_len=4096),
+        c("phim-lora-ds-z2-rc-mb8-s4096", "phim", "finetune", method="lora", **ds, zero_stage=2, recompute=True,
+          micro_batch_size=8, seq_len=4096),
+        c("g9-lora-ds-z1-rc-mb8-s4096", "g9", "finetune", method="lora", **ds, zero_stage=1, recompute=True,
+          micro_batch_size=8, seq_len=4096),
+        c("neox-lora-ds-z1-mb16-s2048", "neox", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=16),
+        c("slm-full-ds-z2-mb8-s2048", "slm", "pretrain", **ds, zero_stage=2, micro_batch_size=8),
+        c("q4-full-ds-z2-offopt-mb4-s4096", "q4", "pretrain", **ds, zero_stage=2, offload="optimizer",
+          micro_batch_size=4, seq_len=4096, **_OFF),
+        c("g2-full-ds-z2-mb1-s8192", "g2", "pretrain", **ds, zero_stage=2, seq_len=8192),
+        c("dsv2-lora-pt-mb4-s4096", "dsv2", "finetune", method="lora", **pt, micro_batch_size=4, seq_len=4096),
+        c("gran-full-ds-z0-mb4-s4096", "gran", "pretrain", **ds, micro_batch_size=4, seq_len=4096),
+        c("g3-full-pt-mb2-s4096", "g3", "pretrain", **pt, micro_batch_size=2, seq_len=4096),
+        c("olmoe-lora-pt-rc-mb8-s4096", "olmoe", "finetune", method="lora", **pt, recompute=True, micro_batch_size=8,
+          seq_len=4096),
+        c("q4-full-pt-rc-mb4-s4096", "q4", "pretrain", **pt, recompute=True, micro_batch_size=4, seq_len=4096),
+        c("sc2-qlora-pt-rc-mb8-s8192", "sc2", "finetune", method="qlora", **pt, recompute=True, micro_batch_size=8,
+          seq_len=8192),
+        c("olmo2-lora-ds-z0-mb16-s2048", "olmo2", "finetune", method="lora", **ds, micro_batch_size=16),
+        c("q2-lora-pt-mb8-s2048", "q2", "finetune", method="lora", **pt, micro_batch_size=8),
+        c("phi-full-ds-z2-mb4-s4096", "phi", "pretrain", **ds, zero_stage=2, micro_batch_size=4, seq_len=4096),
     ]
 
 
@@ -493,7 +529,9 @@ GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu
                          "h100-holdout-final-2": lambda: _holdout_final_2("h100x1", "h100k"),
                          "h100-holdout-final-3": lambda: _holdout_final_3("h100x1", "h100m"),
                          "h100-families": lambda: _families("h100x1", "h100f", 1),
-                         "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),"h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
+                         "h200-holdout-final": lambda: _holdout_h200("h200x1", "h200s"),
+                         "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),
+                         "h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
 
 

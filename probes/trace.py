@@ -290,9 +290,11 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
 
 
 @contextlib.contextmanager
-def _cuda_autocast() -> Iterator[None]:
-    """bf16 autocast with CUDA's rules on CPU tensors: CPU autocast leaves layer_norm / group_norm in bf16, CUDA's runs
-    them in fp32 (its fp32 list), so a LayerNorm model's residual branch comes out fp32 there."""
+def _cuda_norms() -> Iterator[None]:
+    """CUDA autocast's rules for norms on CPU tensors: CPU autocast leaves layer_norm / group_norm in bf16, CUDA's runs
+    them in fp32 (its fp32 list), so a LayerNorm model's residual branch comes out fp32 there. Held over the backward
+    too: a checkpointed layer recomputes its forward there under the autocast state it saved, and must get the
+    dtypes it saved (StarCoder2 LoRA with recomputation failed to trace without it)."""
     import torch
 
     f = torch.nn.functional
@@ -310,8 +312,7 @@ def _cuda_autocast() -> Iterator[None]:
 
     f.layer_norm, f.group_norm = fp32(old[0]), fp32(old[1])
     try:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            yield
+        yield
     finally:
         f.layer_norm, f.group_norm = old
 
@@ -368,10 +369,10 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
                       base.register_forward_pre_hook(shift(-1)), base.register_forward_hook(shift(1))]
     # bf16 autocast where the real run has it (Trainer(bf16=True), our PyTorch loop): without it PEFT's fp32 adapters
     # would save fp32 copies of their inputs
-    amp = _cuda_autocast() if v.autocast else contextlib.nullcontext()
+    amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.autocast else contextlib.nullcontext()
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
-        with _mode(c), _as_on_a_gpu():
+        with _mode(c), _as_on_a_gpu(), _cuda_norms():
             with amp:
                 loss = model(input_ids=ids, labels=ids).loss
             saved = c.live

@@ -159,6 +159,24 @@ def test_run_case_failure_still_writes_a_row(tmp_path: Path) -> None:
     assert row.environment is not None and "probes.run_case" in row.environment.command
 
 
+def test_run_case_lora_without_targets_runs_and_records_peft_s_default(tmp_path: Path) -> None:
+    """The advisor predicts a LoRA case that names no targets on a GPT-NeoX with PEFT's default (query_key_value);
+    the probe must run the same adapters, and its row must say which (it crashed on the H100 when it tried q/k/v/o)."""
+    config = tmp_path / "neox.json"
+    config.write_text(json.dumps({"model_type": "gpt_neox", "hidden_size": 128, "intermediate_size": 256,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000,
+                                  "rotary_pct": 0.25, "max_position_embeddings": 2048}))
+    out = tmp_path / "rows.jsonl"
+    case = {"id": "neox-lora", "hardware": "h100x1", "model": str(config), "task": "finetune", "method": "lora",
+            "engine": "pytorch", "micro_batch_size": 1, "seq_len": 32}
+    p = subprocess.run([sys.executable, "-m", "probes.run_case", "--case", json.dumps(case), "--out", str(out),
+                        "--device", "cpu", "--steps", "1", "--warmup", "0", "--no-phase-timing"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    (row,) = _rows(out)
+    assert row.measured.error is None and row.measured.tokens_per_s > 0, (row.measured.error, p.stderr[-2000:])
+    assert row.case["lora_targets"] == ["query_key_value"]
+
+
 def test_campaign_toy_cpu(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "probes.campaign", "--grid", "toy-cpu", "--out", str(tmp_path),
                         "--only", "toy-full-pt", "--budget-s", "300"],

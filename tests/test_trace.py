@@ -59,6 +59,20 @@ def test_causal_attention_and_recompute_as_the_kernels_do() -> None:
     assert rc.layer.kernels_bwd > sdpa.layer.kernels_bwd  # the forward runs again inside backward
 
 
+STARCODER2_TOY = {"model_type": "starcoder2", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "use_bias": True}
+
+
+def test_lora_with_recompute_on_a_layernorm_model() -> None:
+    """CUDA autocast runs LayerNorm in fp32; the checkpointed layer recomputes it inside backward, and must get the
+    fp32 it saved in forward (StarCoder2 LoRA with recomputation was refused: "cannot trace ... CheckpointError")."""
+    v = TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=8)
+    plain = trace_model(STARCODER2_TOY, v)
+    rc = trace_model(STARCODER2_TOY, v.model_copy(update={"recompute": True}))
+    assert rc.layer.saved_bytes.per_token < plain.layer.saved_bytes.per_token
+    assert rc.layer.kernels_bwd > plain.layer.kernels_bwd  # the forward runs again inside backward
+
+
 def test_hand_count_agrees_with_the_trace_on_llama() -> None:
     """The hand count the catalog keeps (models.architecture) against the trace of Llama-2-7B's own code."""
     from knowledge.catalog import resolve_model

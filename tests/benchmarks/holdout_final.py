@@ -1,9 +1,11 @@
-"""Twenty-five runs on one H100, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
+"""Thirty-seven runs on one H100, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
 stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-predictions-2026-11-24.jsonl``):
 - the first grid: QLoRA on routed experts and latent attention, LoRA on DeepSpeed, PyTorch full with recomputation,
   sliding windows past and below their length;
 - the second: CPU offload of the new families (ZeRO-1/2 optimizer, ZeRO-3 optimizer and parameters), 1k and 8k
-  sequences, LoRA under ZeRO-1/2, QLoRA with recomputation.
+  sequences, LoRA under ZeRO-1/2, QLoRA with recomputation;
+- the third, after the per-tensor DeepSpeed step term the first grid showed (``ds_step_tensor_s``): DeepSpeed LoRA and
+  full fine-tunes of the families at ZeRO-0/1/2, QLoRA on PyTorch.
 "Code of today" differs from "stored before" only by what changed after the runs.
 
     python tests/benchmarks/holdout_final.py > tests/benchmarks/holdout_final.out.txt
@@ -21,21 +23,21 @@ def family(model: str) -> str:
     """The architecture family of a config path: its file name less the size."""
     return Path(model).stem.rsplit("-", 1)[0]
 
+GRIDS = ("h100-holdout-final", "h100-holdout-final-2", "h100-holdout-final-3")
+
 if __name__ == "__main__":
+    from tests.benchmarks.stored_predictions import OWN, lines
+
     stored, now = [], []
-    for name in ("h100-holdout-final", "h100-holdout-final-2"):
+    for name in GRIDS:
         print(f"== {name}")
         s, n = compare([f"{name}-2026-11-24.jsonl"], [f"{name}-predictions-2026-11-24.jsonl"])
         stored, now = stored + s, now + n
         print()
-    score("both grids, stored before the runs", stored)
-    score("both grids, code of today", now)
+    score("all three grids, stored before the runs", stored)
+    score("all three grids, code of today", now)
     print()
-    ids = {}
-    for name in ("h100-holdout-final", "h100-holdout-final-2"):
-        from tests.benchmarks.stored_predictions import OWN, lines
-
-        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{name}-2026-11-24.jsonl")})
+    ids = {r["case"]["id"]: r["case"]["model"] for name in GRIDS for r in lines(OWN / f"{name}-2026-11-24.jsonl")}
     by: dict[str, list] = defaultdict(list)
     for p, m in stored:
         by[family(ids[p["id"]])].append((p, m))

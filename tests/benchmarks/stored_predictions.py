@@ -46,6 +46,8 @@ def compare(measured: list[str], predictions: list[str]) -> tuple[list[Pair], li
         meas = f"{m['tokens_per_s']:7.0f} {m['peak_mem_gib']:5.1f}" if m.get("tokens_per_s") else f"OOM {m.get('peak_mem_gib') or 0:5.1f}"
         cols = [f"{p['tokens_per_s']:7.0f} {p['peak_mem_gib']:5.1f} {'fits' if p['fits'] else 'no  '} {p['p_oom']:4.0%}" for p in (b, q)]
         print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
+    for r in (r for name in measured for r in lines(OWN / name) if r not in rows):
+        print(f"{r['case']['id']:38s} not scored: {r['measured'].get('failure')} ({r['measured'].get('error', '')[:80]})")
     score("stored before the runs", stored)
     score("code of today", now)
     return stored, now
