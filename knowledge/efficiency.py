@@ -35,8 +35,14 @@ class Efficiencies(BaseModel):
     # logs/h100-anatomy-2026-11-24.jsonl; leaving each family out: GEMM time 5.5%, memory-bound time 10.5% MAPE, n=8)
     trace_gemm_eff_max: float = _p(0.98, "fitted (anatomy, above): a traced model's GEMM kernels reach 98% of the probed matmul ceiling at large row counts", 0.05, 1)
     trace_gemm_half_rows: float = _p(273.0, "fitted (anatomy, above): rows per GEMM (per expert for routed experts' grouped GEMM) at which the efficiency is half its maximum", 1)
-    trace_stream_bytes_eff: float = _p(0.80, "fitted (anatomy, above): traced streaming memory-bound kernels (norms, casts, activations, residuals, loss) move their bytes at 80% of the probed bandwidth", 0.05, 1)
-    trace_irregular_bytes_eff: float = _p(0.43, "fitted (anatomy, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) move their bytes at 43% of the probed bandwidth", 0.02, 1)
+    # memory-bound kernels: contiguous ones stream at the bandwidth, strided ones (non-contiguous copies, indexing
+    # elementwise kernels, concatenations) are bound by the SMs: on an H200 (same SMs and clock, 1.41x the bandwidth)
+    # the first ran 0.71x as long as on an H100, the second 0.94-1.00x. Fitted on both GPUs' anatomy (15 cases each,
+    # 2026-11-24, logs/h{100,200}-anatomy*; tests/benchmarks/kernel_rates.py: memory-bound time 4.7% MAPE, 5.7% with
+    # each family left out, signed -0.1% H100 / -0.7% H200; bandwidth alone: 10.8%, +9.2% / -12.3%)
+    trace_stream_bytes_eff: float = _p(2.19, "fitted (kernel_rates, above): the bandwidth-bound share of a traced memory-bound byte costs 1/(bandwidth x this); above 1 because the trace counts every op's reads and writes, some of which stay in L2", 0.05, 5)
+    trace_stream_sm_cycles_per_byte: float = _p(0.0593, "fitted (kernel_rates, above): the SM-bound share of a traced memory-bound byte, in SM clock cycles over all SMs (GPUSpec.sm_cycles_per_s)", 0, 1)
+    trace_irregular_bytes_eff: float = _p(0.474, "fitted (kernel_rates, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) cost 1/(bandwidth x this) per byte beyond the streaming cost", 0.02, 5)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
     masked_attention_factor: float = _p(0.71, "measured: with an explicit mask (a sliding window, from kv_length >= window on) SDPA runs cuDNN's masked kernel at 0.69-0.73 of the rate the unmasked fused kernel is priced at (StarCoder2-3B, s4096 and s8192, kernel times on one H100: probes/anatomy.py, logs/h100-anatomy-2-2026-11-24.jsonl)", 0.05, 1)
     extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)

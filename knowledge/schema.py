@@ -63,6 +63,15 @@ class GPUSpec(Strict):
     def supports_bf16(self) -> bool:
         return bool(self.bf16_tflops)
 
+    @property
+    def sm_cycles_per_s(self) -> float:
+        """SM clock cycles per second over all SMs (SMs x clock), from the datasheet's FP32 peak: an SM issues
+        one FP32 FMA (2 FLOPs) per lane per cycle, 64 lanes on compute capability 7.0 / 8.0 (V100, A100), 128 on
+        8.6 / 8.9 / 9.0 (GA10x, Ada, Hopper): CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table
+        (H100 SXM: 66.9 TFLOP/s = 132 SMs x 128 x 2 x 1.98 GHz). What strided memory-bound kernels are bound by."""
+        lanes = 64 if self.compute_capability in (7.0, 8.0) else 128
+        return self.fp32_tflops * 1e12 / (2 * lanes)
+
 
 class HostSpec(Strict):
     cpu_cores: int

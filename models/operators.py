@@ -118,12 +118,14 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
             t_f, t_b = att_f / rate, att_b / rate
         ops.append(Operator("attention (fused)" if fused else "attention QKᵀ, AV (eager)", "attention",
                             att_f, 0.0, t_f, per_layer, t_b))
-    # memory-bound kernels: streaming ones at the streaming rate, those that follow an index (routing) slower
-    slow = eff.trace_stream_bytes_eff / eff.trace_irregular_bytes_eff - 1.0
+    # memory-bound kernels: a bandwidth-bound and an SM-bound share per byte (contiguous kernels stream, strided ones
+    # wait on the SMs), and those that follow an index (routing) pay more at the bandwidth
+    per_byte_s = 1.0 / bw + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s
+    per_irregular_s = 1.0 / (c.memory_bps * eff.trace_irregular_bytes_eff)
     ew_f = max(part.other_bytes_fwd.at(b, n), 0.0)
     ew_b = max(part.other_bytes_bwd.at(b, n), 0.0)
-    t_f = (ew_f + slow * max(part.irregular_bytes_fwd.at(b, n), 0.0)) / bw
-    t_b = (ew_b + slow * max(part.irregular_bytes_bwd.at(b, n), 0.0)) / bw
+    t_f = ew_f * per_byte_s + max(part.irregular_bytes_fwd.at(b, n), 0.0) * per_irregular_s
+    t_b = ew_b * per_byte_s + max(part.irregular_bytes_bwd.at(b, n), 0.0) * per_irregular_s
     ops.append(Operator(ELEMENTWISE_NAME if per_layer else "LM head's loss and the rest", "elementwise", 0.0, ew_f,
                         t_f, per_layer, t_b))
     return ops

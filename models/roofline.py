@@ -20,6 +20,7 @@ class Ceilings:
     link_eff: float
     pcie_bps: float
     cpu_cores: int
+    sm_cycles_per_s: float = 0.0  # SMs x clock (datasheet; strided memory-bound kernels scale with it, not bandwidth)
     cpu_adam_gparams_s: float | None = None  # DeepSpeed CPU Adam measured on this host (catalog or profile)
     cpu_adam_threads: int | None = None  # ... on this many threads
     # ((processes, Gparam/s of each), ...): CPU Adam run by that many processes at once (advisor probe)
@@ -64,6 +65,7 @@ def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | No
         link_eff=link_efficiency(platform, eff),
         pcie_bps=concurrent_copy_bps(platform, platform.count) * r.h2d,
         cpu_cores=platform.host.cpu_cores,
+        sm_cycles_per_s=g.sm_cycles_per_s,
         cpu_adam_gparams_s=platform.host.cpu_adam_gparams_per_s,
         cpu_adam_threads=platform.host.cpu_adam_threads or platform.host.cpu_cores,
     )

@@ -1,11 +1,13 @@
-"""Thirty-seven runs on one H100, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
+"""Thirty-seven runs on one H100 and sixteen on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
 stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-predictions-2026-11-24.jsonl``):
 - the first grid: QLoRA on routed experts and latent attention, LoRA on DeepSpeed, PyTorch full with recomputation,
   sliding windows past and below their length;
 - the second: CPU offload of the new families (ZeRO-1/2 optimizer, ZeRO-3 optimizer and parameters), 1k and 8k
   sequences, LoRA under ZeRO-1/2, QLoRA with recomputation;
 - the third, after the per-tensor DeepSpeed step term the first grid showed (``ds_step_tensor_s``): DeepSpeed LoRA and
-  full fine-tunes of the families at ZeRO-0/1/2, QLoRA on PyTorch.
+  full fine-tunes of the families at ZeRO-0/1/2, QLoRA on PyTorch;
+- one H200 (no family had run on one alone): what fills its 141 GB, offload, 8k sequences, predicted with and without
+  the machine's profile (``advisor probe``'s ``h200x1``).
 "Code of today" differs from "stored before" only by what changed after the runs.
 
     python tests/benchmarks/holdout_final.py > tests/benchmarks/holdout_final.out.txt
@@ -38,8 +40,17 @@ if __name__ == "__main__":
     score("all three grids, code of today", now)
     print()
     ids = {r["case"]["id"]: r["case"]["model"] for name in GRIDS for r in lines(OWN / f"{name}-2026-11-24.jsonl")}
+    h200 = "h200-holdout-final"
+    print(f"== {h200}, without the machine's profile")
+    s200, _ = compare([f"{h200}-2026-11-24.jsonl"], [f"{h200}-predictions-2026-11-24.jsonl"])
+    print(f"\n== {h200}, with the machine's profile (h200x1)")
+    p200, _ = compare([f"{h200}-2026-11-24.jsonl"], [f"{h200}-predictions-profile-2026-11-24.jsonl"], profile="h200x1")
+    print()
+    score("H100 and H200, stored before the runs, without a profile", stored + s200)
+    print()
+    ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{h200}-2026-11-24.jsonl")})
     by: dict[str, list] = defaultdict(list)
-    for p, m in stored:
+    for p, m in stored + s200:
         by[family(ids[p["id"]])].append((p, m))
     for fam, pairs in sorted(by.items()):
         if any(m.get("tokens_per_s") for _, m in pairs):

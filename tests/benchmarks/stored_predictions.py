@@ -7,6 +7,7 @@ import json
 import statistics
 from pathlib import Path
 
+from advisor.cases import load_profile_checked
 from advisor.predictor import Predictor
 from knowledge.schema import TrainCase
 
@@ -28,13 +29,14 @@ def score(label: str, pairs: list[Pair]) -> None:
           f"fit verdicts {sum(ok)}/{len(ok)}")
 
 
-def compare(measured: list[str], predictions: list[str]) -> tuple[list[Pair], list[Pair]]:
+def compare(measured: list[str], predictions: list[str], profile: str | None = None) -> tuple[list[Pair], list[Pair]]:
     """Each run of the files ``OWN/measured`` (those that ran or ran out of memory) beside its stored prediction
-    (``OWN/logs/predictions``) and today's; prints the table and both scores, returns (stored, today) pairs."""
+    (``OWN/logs/predictions``) and today's (with ``profile``, a name such as h200x1, where given); prints the table and
+    both scores, returns (stored, today) pairs."""
     before = {p["id"]: p for name in predictions for p in lines(OWN / "logs" / name)}
     rows = [r for name in measured for r in lines(OWN / name)
             if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
-    now_p = Predictor()
+    now_p = Predictor(load_profile_checked(profile) if profile else None)
     stored, now = [], []
     print(f"{'run':38s} {'measured':>16s} | {'stored before':>26s} | {'code of today':>26s}")
     for r in rows:
