@@ -1,4 +1,4 @@
-"""Thirty-seven runs on one H100 and sixteen on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
+"""Fifty-one runs on one H100 and thirty on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
 stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-predictions-2026-11-24.jsonl``):
 - the first grid: QLoRA on routed experts and latent attention, LoRA on DeepSpeed, PyTorch full with recomputation,
   sliding windows past and below their length;
@@ -7,7 +7,10 @@ stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-pr
 - the third, after the per-tensor DeepSpeed step term the first grid showed (``ds_step_tensor_s``): DeepSpeed LoRA and
   full fine-tunes of the families at ZeRO-0/1/2, QLoRA on PyTorch;
 - one H200 (no family had run on one alone): what fills its 141 GB, offload, 8k sequences, predicted with and without
-  the machine's profile (``advisor probe``'s ``h200x1``).
+  the machine's profile (``advisor probe``'s ``h200x1``);
+- after the memory-bound kernels' SM share (``kernel_rates.py``, found on the H200 grid): 14 new shapes on each GPU
+  (the H100's at half the batch), with and without the profile.
+Per family: every grid's predictions stored before, without a profile.
 "Code of today" differs from "stored before" only by what changed after the runs.
 
     python tests/benchmarks/holdout_final.py > tests/benchmarks/holdout_final.out.txt
@@ -44,13 +47,26 @@ if __name__ == "__main__":
     print(f"== {h200}, without the machine's profile")
     s200, _ = compare([f"{h200}-2026-11-24.jsonl"], [f"{h200}-predictions-2026-11-24.jsonl"])
     print(f"\n== {h200}, with the machine's profile (h200x1)")
-    p200, _ = compare([f"{h200}-2026-11-24.jsonl"], [f"{h200}-predictions-profile-2026-11-24.jsonl"], profile="h200x1")
+    compare([f"{h200}-2026-11-24.jsonl"], [f"{h200}-predictions-profile-2026-11-24.jsonl"], profile="h200x1")
     print()
     score("H100 and H200, stored before the runs, without a profile", stored + s200)
     print()
+    # the last word: after the kernel-rate change (tests/benchmarks/kernel_rates.py), new shapes on both GPUs
+    last: list = []
+    for gpu in ("h200", "h100"):
+        name = f"{gpu}-holdout-kernel-rates"
+        for profile in (None, f"{gpu}x1"):
+            print(f"== {name}, {'with the profile ' + profile if profile else 'without a profile'}")
+            s, _ = compare([f"{name}-2026-11-24.jsonl"],
+                           [f"{name}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
+            last += [] if profile else s
+            print()
+        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{name}-2026-11-24.jsonl")})
+    score("after the kernel-rate change, both GPUs, stored before the runs, without a profile", last)
+    print()
     ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{h200}-2026-11-24.jsonl")})
     by: dict[str, list] = defaultdict(list)
-    for p, m in stored + s200:
+    for p, m in stored + s200 + last:
         by[family(ids[p["id"]])].append((p, m))
     for fam, pairs in sorted(by.items()):
         if any(m.get("tokens_per_s") for _, m in pairs):
