@@ -40,7 +40,8 @@ class Efficiencies(BaseModel):
     # the first ran 0.71x as long as on an H100, the second 0.94-1.00x. Fitted on both GPUs' anatomy (15 cases each,
     # 2026-11-24, logs/h{100,200}-anatomy*; tests/benchmarks/kernel_rates.py: memory-bound time 4.7% MAPE, 5.7% with
     # each family left out, signed -0.1% H100 / -0.7% H200; bandwidth alone: 10.8%, +9.2% / -12.3%)
-    trace_stream_bytes_eff: float = _p(2.19, "fitted (kernel_rates, above): the bandwidth-bound share of a traced memory-bound byte costs 1/(bandwidth x this); above 1 because the trace counts every op's reads and writes, some of which stay in L2", 0.05, 5)
+    trace_stream_hbm_fraction: float = _p(0.456, "fitted (kernel_rates, above): the share of a traced memory-bound byte that costs HBM time at the probed bandwidth (the trace counts every op's reads and writes; some stay in L2)", 0.05, 1)
+    trace_gemm_bytes_eff: float = _p(0.80, "fitted (the bandwidth-only fit of kernel_rates, above, as before it): a traced GEMM bound by its bytes (weights streamed for few rows) moves them at 80% of the probed bandwidth", 0.05, 1)
     trace_stream_sm_cycles_per_byte: float = _p(0.0593, "fitted (kernel_rates, above): the SM-bound share of a traced memory-bound byte, in SM clock cycles over all SMs (GPUSpec.sm_cycles_per_s)", 0, 1)
     trace_irregular_bytes_eff: float = _p(0.474, "fitted (kernel_rates, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) cost 1/(bandwidth x this) per byte beyond the streaming cost", 0.02, 5)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)

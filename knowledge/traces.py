@@ -16,7 +16,7 @@ from pydantic import Field
 
 from knowledge.schema import Strict
 
-TRACE_SCHEMA = 3  # 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 4  # 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):

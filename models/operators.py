@@ -79,7 +79,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     case = s.case
     b, n = case.micro_batch_size, case.seq_len
     T = s.tokens
-    bw = c.memory_bps * eff.trace_stream_bytes_eff
+    bw = c.memory_bps * eff.trace_gemm_bytes_eff
     w_bytes = QUANT_BYTES[case.quantization]
     shapes: dict[tuple, dict[str, float]] = {}
     for g in part.gemms:
@@ -120,7 +120,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
                             att_f, 0.0, t_f, per_layer, t_b))
     # memory-bound kernels: a bandwidth-bound and an SM-bound share per byte (contiguous kernels stream, strided ones
     # wait on the SMs), and those that follow an index (routing) pay more at the bandwidth
-    per_byte_s = 1.0 / bw + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s
+    per_byte_s = eff.trace_stream_hbm_fraction / c.memory_bps + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s
     per_irregular_s = 1.0 / (c.memory_bps * eff.trace_irregular_bytes_eff)
     ew_f = max(part.other_bytes_fwd.at(b, n), 0.0)
     ew_b = max(part.other_bytes_bwd.at(b, n), 0.0)

@@ -41,8 +41,12 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def _period(config: dict[str, Any]) -> int:
-    """Layers in one repeat of the layer pattern (``layer_types``: Gemma-2 alternates sliding and full)."""
-    types = config.get("layer_types") or []
+    """Layers in one repeat of the layer pattern (``layer_types``: Gemma-2 alternates sliding and full). Read from the
+    config transformers builds: a hub config.json written before ``layer_types`` existed (Gemma-2's) lacks it, and
+    transformers derives it; without it the cuts priced every layer as a full-attention one (no window mask)."""
+    from probes.hf_model import config_from_dict
+
+    types = config.get("layer_types") or list(getattr(config_from_dict(config), "layer_types", None) or [])
     for p in range(1, min(len(types), 8) + 1):
         if all(types[i] == types[i % p] for i in range(len(types))):
             return p

@@ -73,6 +73,22 @@ def test_lora_with_recompute_on_a_layernorm_model() -> None:
     assert rc.layer.kernels_bwd > plain.layer.kernels_bwd  # the forward runs again inside backward
 
 
+def test_the_layer_pattern_is_the_one_transformers_derives() -> None:
+    """Gemma-2's hub config.json has no ``layer_types``; transformers alternates sliding and full layers anyway. The
+    cuts must follow that pattern, or every layer is priced as a full one and the sliding layers' mask goes missing
+    (its attention measured 2.4x the predicted time at the window, probes/anatomy.py on an H100)."""
+    from probes.trace import layer_plan
+
+    gemma2 = {"model_type": "gemma2", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
+              "sliding_window": 64}
+    assert layer_plan(gemma2) == (4, 2, 2)
+    assert layer_plan(QWEN3_TOY) == (3, 1, 1)
+    t = trace_model(gemma2, TraceVariant(trains="all", min_seq=64))
+    # past the window, half the layers (the sliding ones) get an explicit mask
+    assert 0 < t.layer.masked_attention_flops_fwd.at(1, 200) < t.layer.attention_flops_fwd.at(1, 200)
+
+
 def test_hand_count_agrees_with_the_trace_on_llama() -> None:
     """The hand count the catalog keeps (models.architecture) against the trace of Llama-2-7B's own code."""
     from knowledge.catalog import resolve_model

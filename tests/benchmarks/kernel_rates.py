@@ -7,7 +7,7 @@ ran 0.70-0.72x as long on the H200, as the bandwidth says; strided ones (non-con
 <128, ...>``, concatenations) ran 0.94-1.00x: they are bound by the SMs, not by memory. One rate per byte priced
 every memory-bound kernel at the bandwidth, so every traced step on the H200 came out ~9% fast.
 
-The model: the traced bytes of memory-bound kernels cost ``1 / (bandwidth x trace_stream_bytes_eff)`` plus
+The model: the traced bytes of memory-bound kernels cost ``trace_stream_hbm_fraction / bandwidth`` plus
 ``trace_stream_sm_cycles_per_byte / (SMs x clock)``; bytes of kernels that follow an index (routing) cost
 ``1 / (bandwidth x trace_irregular_bytes_eff)`` more. Fitted by non-negative least squares on the relative error of
 the PyTorch cases (DeepSpeed's steps add its own copies, priced elsewhere), checked by leaving each family out.
@@ -84,7 +84,7 @@ def report(label: str, rs: list[dict], with_sm: bool) -> np.ndarray:
         held += errors([r for r in rs if r["family"] == fam], fit([r for r in rs if r["family"] != fam], with_sm), with_sm)
     by_gpu = {g: [x for x, r in zip(e, rs) if r["gpu"] == g] for g in sorted({r["gpu"] for r in rs})}
     gpus = ", ".join(f"{g}: signed {100 * np.mean(v):+.1f}% (n={len(v)})" for g, v in by_gpu.items())
-    eff = f"stream eff {1 / w[0]:.3f}" if w[0] else "stream eff -"
+    eff = f"HBM fraction {w[0]:.3f} (bandwidth alone: eff {1 / w[0]:.3f})"
     print(f"{label}: {eff}, SM cycles/byte {w[1]:.4f}, irregular eff {1 / w[2] if w[2] else float('nan'):.3f}; "
           f"MAPE {100 * np.mean(np.abs(e)):.1f}%, {gpus}; each family left out: MAPE {100 * np.mean(np.abs(held)):.1f}%")
     return w
