@@ -52,17 +52,22 @@ if __name__ == "__main__":
     score("H100 and H200, stored before the runs, without a profile", stored + s200)
     print()
     # the last word: after the kernel-rate change (tests/benchmarks/kernel_rates.py), new shapes on both GPUs
-    last: list = []
+    last, last_profile, last_today = [], [], []
     for gpu in ("h200", "h100"):
         name = f"{gpu}-holdout-kernel-rates"
         for profile in (None, f"{gpu}x1"):
             print(f"== {name}, {'with the profile ' + profile if profile else 'without a profile'}")
-            s, _ = compare([f"{name}-2026-11-24.jsonl"],
+            s, n = compare([f"{name}-2026-11-24.jsonl"],
                            [f"{name}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
-            last += [] if profile else s
+            if profile:
+                last_profile += s
+            else:
+                last, last_today = last + s, last_today + n
             print()
         ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{name}-2026-11-24.jsonl")})
     score("after the kernel-rate change, both GPUs, stored before the runs, without a profile", last)
+    score("after the kernel-rate change, both GPUs, stored before the runs, with the profiles", last_profile)
+    score("after the kernel-rate change, both GPUs, code of today, without a profile", last_today)
     print()
     ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{h200}-2026-11-24.jsonl")})
     by: dict[str, list] = defaultdict(list)
