@@ -45,6 +45,14 @@ class Efficiencies(BaseModel):
     trace_stream_sm_cycles_per_byte: float = _p(0.0593, "fitted (kernel_rates, above): the SM-bound share of a traced memory-bound byte, in SM clock cycles over all SMs (GPUSpec.sm_cycles_per_s)", 0, 1)
     trace_irregular_bytes_eff: float = _p(0.474, "fitted (kernel_rates, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) cost 1/(bandwidth x this) per byte beyond the streaming cost", 0.02, 5)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
+    # fused attention's rate by head size, against the head size 128 that attention_eff was fitted on (FlashAttention /
+    # cuDNN tile a head of 64 with less work per load, run 96 in the 128 kernel padded, shrink the tiles for 256).
+    # Medians of measured / priced attention kernel time on real steps (probes/anatomy.py, H100 and H200, 2026-11-24,
+    # logs/h{100,200}-anatomy*; tests/benchmarks/kernel_rates.py): 128: 0.99 (n=24), 64: 0.82 (n=5), 96: 0.73 (n=2),
+    # 256: 0.76 (n=4)
+    attention_hd64_factor: float = _p(0.82, "fitted (attention by head size, above): fused attention with head size <= 64 runs at this share of the head-128 rate", 0.1, 1.5)
+    attention_hd96_factor: float = _p(0.73, "fitted (attention by head size, above): head size 65-96 (the 128 kernel, padded: 96/128 = 0.75)", 0.1, 1.5)
+    attention_hd256_factor: float = _p(0.76, "fitted (attention by head size, above): head size above 128", 0.1, 1.5)
     masked_attention_factor: float = _p(0.71, "measured: with an explicit mask (a sliding window, from kv_length >= window on) SDPA runs cuDNN's masked kernel at 0.69-0.73 of the rate the unmasked fused kernel is priced at (StarCoder2-3B, s4096 and s8192, kernel times on one H100: probes/anatomy.py, logs/h100-anatomy-2-2026-11-24.jsonl)", 0.05, 1)
     extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)
     # --- framework overhead -------------------------------------------------------------------

@@ -39,6 +39,15 @@ def elementwise_bytes_per_token_layer(s: TrainSetup) -> float:
 ELEMENTWISE_NAME = "norms, RoPE, SwiGLU, residuals"
 
 
+def head_size_factor(head_size: int, eff: Efficiencies) -> float:
+    """Fused attention's rate at ``head_size`` over its rate at 128, the size ``attention_eff`` was fitted on."""
+    if head_size <= 64:
+        return eff.attention_hd64_factor
+    if head_size <= 96:
+        return eff.attention_hd96_factor
+    return 1.0 if head_size <= 128 else eff.attention_hd256_factor
+
+
 @dataclass(frozen=True)
 class Operator:
     name: str
@@ -108,7 +117,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     fused = case.flash_attention and s.trace is not None and s.trace.attention_used == "sdpa"
     if att_f > 0:
         if fused:
-            rate = c.matmul_flops * eff.attention_eff
+            rate = c.matmul_flops * eff.attention_eff * head_size_factor(s.arch.head_size, eff)
             masked_f = max(part.masked_attention_flops_fwd.at(b, n), 0.0)
             masked_b = max(part.masked_attention_flops_bwd.at(b, n), 0.0)
             slow = 1.0 / eff.masked_attention_factor - 1.0  # the masked share runs the slower kernel

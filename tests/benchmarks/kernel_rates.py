@@ -26,18 +26,23 @@ from scipy.optimize import nnls
 from advisor.predictor import Predictor
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.schema import TrainCase
+from models.operators import training_operators
 from models.training import derive
 
 LOGS = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own" / "logs"
 FILES = ("h100-anatomy-2026-11-24.jsonl", "h100-anatomy-2-2026-11-24.jsonl", "h200-anatomy-2026-11-24.jsonl")
+ATTENTION_FILES = FILES + ("h100-anatomy-3-2026-11-24.jsonl",)  # + Gemma-2/3 (head size 256) and Granite (64)
 MEMORY_KINDS = ("elementwise", "reduce", "copy", "sort_index_scatter")
 
 
-def rows() -> list[dict]:
-    """Per anatomy step: the traced memory-bound and irregular bytes, the GPU's ceilings, the measured kernel time."""
+def rows(files: tuple[str, ...] = FILES) -> list[dict]:
+    """Per anatomy step: the traced memory-bound and irregular bytes, the GPU's ceilings, the measured kernel time;
+    the fused attention's time priced at the head-128 rate beside the measured one."""
     p = Predictor()
+    flat = p.efficiencies.model_copy(update={"attention_hd64_factor": 1.0, "attention_hd96_factor": 1.0,
+                                             "attention_hd256_factor": 1.0})
     out = []
-    for name in FILES:
+    for name in files:
         for line in (LOGS / name).read_text().splitlines():
             r = json.loads(line)
             if r.get("failure"):
@@ -55,7 +60,11 @@ def rows() -> list[dict]:
                 return sum(k * (getattr(q, f"{field}_fwd").at(b, n) + getattr(q, f"{field}_bwd").at(b, n))
                            for q, k in parts)
 
+            attention_s = sum((op.time_s + op.backward_s) * (arch.num_hidden_layers if op.per_layer else 1)
+                              for op in training_operators(s, flat, c) if op.kind == "attention")
             out.append({"id": r["id"], "gpu": r["gpu"], "family": r["id"].split("-")[1], "bw": c.memory_bps,
+                        "head_size": arch.head_size, "attention_priced_s": attention_s,
+                        "attention_s": r["by_kind_s"].get("attention", 0.0),
                         "sm": c.sm_cycles_per_s, "stream": total("other_bytes"), "irregular": total("irregular_bytes"),
                         "measured_s": sum(r["by_kind_s"].get(k, 0.0) for k in MEMORY_KINDS),
                         "pytorch": case.engine == "pytorch"})
@@ -90,7 +99,20 @@ def report(label: str, rs: list[dict], with_sm: bool) -> np.ndarray:
     return w
 
 
+def attention_by_head_size(rs: list[dict]) -> None:
+    """Measured over priced fused attention time (priced at the head-128 rate), median per head-size class."""
+    classes = {"<= 64": lambda h: h <= 64, "65-96": lambda h: 64 < h <= 96, "97-128": lambda h: 96 < h <= 128,
+               "> 128": lambda h: h > 128}
+    print("fused attention, priced at the head-128 rate over measured (the head-size factors):")
+    for label, inside in classes.items():
+        ratios = sorted(r["attention_priced_s"] / r["attention_s"] for r in rs if inside(r["head_size"]) and r["attention_s"])
+        if ratios:
+            print(f"  head size {label:6s}: median {np.median(ratios):.2f} (n={len(ratios)}, {ratios[0]:.2f}-{ratios[-1]:.2f})")
+
+
 if __name__ == "__main__":
+    attention_by_head_size(rows(ATTENTION_FILES))
+    print()
     rs = rows()
     pt = [r for r in rs if r["pytorch"]]
     print(f"memory-bound kernel time of one step, {len(rs)} anatomy steps ({len(pt)} PyTorch), H100 and H200\n")
