@@ -539,6 +539,41 @@ def _holdout_kernel_rates(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _holdout_last(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The last word on the final code (SM share, Gemma-2's layer pattern, attention by head size): shapes of every
+    head size (64: Granite, StableLM; 96: Phi-3-mini; 128; 256: Gemma) none of the fits saw, stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    m = FAMILIES
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+
+    return [
+        c("g2-lora-ds-z2-mb4-s2048", "g2", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4),
+        c("g2-full-pt-rc-mb1-s8192", "g2", "pretrain", **pt, recompute=True, seq_len=8192),
+        c("g9-lora-pt-rc-mb2-s4096", "g9", "finetune", method="lora", **pt, recompute=True, micro_batch_size=2,
+          seq_len=4096),
+        c("g3-full-ds-z1-mb4-s2048", "g3", "pretrain", **ds, zero_stage=1, micro_batch_size=4),
+        c("gran-full-ds-z1-rc-mb4-s4096", "gran", "pretrain", **ds, zero_stage=1, recompute=True, micro_batch_size=4,
+          seq_len=4096),
+        c("slm-lora-ds-z1-mb8-s2048", "slm", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=8),
+        c("phi-lora-pt-mb2-s4096", "phi", "finetune", method="lora", **pt, micro_batch_size=2, seq_len=4096,
+          lora_targets="all-linear"),
+        c("phim-lora-ds-z2-rc-mb2-s4096", "phim", "finetune", method="lora", **ds, zero_stage=2, recompute=True,
+          micro_batch_size=2, seq_len=4096),
+        c("olmo2-lora-pt-rc-mb16-s2048", "olmo2", "finetune", method="lora", **pt, recompute=True,
+          micro_batch_size=16),
+        c("neox-lora-pt-mb16-s2048", "neox", "finetune", method="lora", **pt, micro_batch_size=16),
+        c("q4-lora-ds-z1-mb2-s4096", "q4", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=2,
+          seq_len=4096),
+        c("olmoe-qlora-pt-mb4-s2048", "olmoe", "finetune", method="qlora", **pt, micro_batch_size=4),
+        c("sc2-lora-pt-rc-mb4-s4096", "sc2", "finetune", method="lora", **pt, recompute=True, micro_batch_size=4,
+          seq_len=4096),
+        c("dsv2-qlora-pt-rc-mb2-s4096", "dsv2", "finetune", method="qlora", **pt, recompute=True, micro_batch_size=2,
+          seq_len=4096),
+    ]
+
+
 def _families_validation_2gpu() -> list[dict[str, Any]]:
     """Two H200s: the families' multi-GPU runs (ZeRO-2/3, DeepSpeed and DDP), predictions stored before they run."""
     ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 180}
@@ -572,6 +607,7 @@ GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu
                          "h200-holdout-final": lambda: _holdout_h200("h200x1", "h200s"),
                          "h200-holdout-kernel-rates": lambda: _holdout_kernel_rates("h200x1", "h200t"),
                          "h100-holdout-kernel-rates": lambda: _holdout_kernel_rates("h100x1", "h100r"),
+                         "h100-holdout-last": lambda: _holdout_last("h100x1", "h100z"),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),
                          "h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
