@@ -1,4 +1,4 @@
-"""Fifty-one runs on one H100 and thirty on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
+"""Sixty-five runs on one H100 and thirty on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
 stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-predictions-2026-11-24.jsonl``):
 - the first grid: QLoRA on routed experts and latent attention, LoRA on DeepSpeed, PyTorch full with recomputation,
   sliding windows past and below their length;
@@ -9,7 +9,9 @@ stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-pr
 - one H200 (no family had run on one alone): what fills its 141 GB, offload, 8k sequences, predicted with and without
   the machine's profile (``advisor probe``'s ``h200x1``);
 - after the memory-bound kernels' SM share (``kernel_rates.py``, found on the H200 grid): 14 new shapes on each GPU
-  (the H100's at half the batch), with and without the profile.
+  (the H100's at half the batch), with and without the profile;
+- the last, on the final code (Gemma-2's layer pattern, attention by head size): 14 shapes of every head size on the
+  H100, with and without the profile.
 Per family: every grid's predictions stored before, without a profile.
 "Code of today" differs from "stored before" only by what changed after the runs.
 
@@ -69,9 +71,18 @@ if __name__ == "__main__":
     score("after the kernel-rate change, both GPUs, stored before the runs, with the profiles", last_profile)
     score("after the kernel-rate change, both GPUs, code of today, without a profile", last_today)
     print()
+    final = "h100-holdout-last"  # after the layer pattern and attention by head size: the final code, held out
+    final_pairs: list = []
+    for profile in (None, "h100x1"):
+        print(f"== {final}, {'with the profile ' + profile if profile else 'without a profile'}")
+        s, _ = compare([f"{final}-2026-11-24.jsonl"],
+                       [f"{final}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
+        final_pairs += [] if profile else s
+        print()
+    ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{final}-2026-11-24.jsonl")})
     ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{h200}-2026-11-24.jsonl")})
     by: dict[str, list] = defaultdict(list)
-    for p, m in stored + s200 + last:
+    for p, m in stored + s200 + last + final_pairs:
         by[family(ids[p["id"]])].append((p, m))
     for fam, pairs in sorted(by.items()):
         if any(m.get("tokens_per_s") for _, m in pairs):
