@@ -263,6 +263,15 @@ FAMILIES = {
 }
 
 
+def _family_case(hw: str, prefix: str) -> Any:
+    """The case maker of a one-GPU grid of the families: ``c(id, family, task, **fields)``."""
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", FAMILIES[model], task, gpus=1, **kw)
+
+    return c
+
+
 def _families(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
     """Families the catalog's Llama formulas never described, each from its own config.json: q/k norms and a 152k
     vocabulary (Qwen3), fused QKV and gate/up (Phi-3), soft-capping and sliding windows (Gemma-2), routed and shared
@@ -314,10 +323,7 @@ def _families_validation(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Architectures and shapes the trace's physics was not shaped on (q/k-norm 4B, a 14B with fused projections,
     64-expert MoE, Gemma-3's 5:1 sliding pattern), predicted and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("q4-lora-pt-mb4-s2048", "q4", "finetune", method="lora", **pt, micro_batch_size=4),
@@ -345,10 +351,7 @@ def _new_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     sliding window), and Qwen1.5-MoE's QLoRA again with its experts' grouped GEMM (the first run's quantized build
     left them in an eager loop). Predictions stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("moe-qlora-pt-mb1-s4096", "moe", "finetune", method="qlora", **pt, seq_len=4096),
@@ -377,10 +380,7 @@ def _holdout_final(hw: str, prefix: str) -> list[dict[str, Any]]:
     DeepSpeed, PyTorch full with recomputation, sliding windows past and below their length), predicted by the final
     code and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("olmo2-qlora-pt-mb4-s2048", "olmo2", "finetune", method="qlora", **pt, micro_batch_size=4),
@@ -406,10 +406,7 @@ def _holdout_final_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     """What the first final grid left out: CPU offload of the new families, 1k and 8k sequences, LoRA under ZeRO-1/2
     and QLoRA with recomputation; predicted by the final code and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("q4-full-ds-z2-offopt-mb2-s2048", "q4", "pretrain", **ds, zero_stage=2, offload="optimizer", micro_batch_size=2,
@@ -437,10 +434,7 @@ def _holdout_final_3(hw: str, prefix: str) -> list[dict[str, Any]]:
     """After the per-tensor DeepSpeed step term: DeepSpeed ZeRO-0/1/2 LoRA and full training of the families, and
     QLoRA of the two largest dense ones, predicted by that code and fit and stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("g3-lora-ds-z2-mb4-s4096", "g3", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4,
@@ -456,7 +450,8 @@ def _holdout_final_3(hw: str, prefix: str) -> list[dict[str, Any]]:
           micro_batch_size=8, seq_len=4096),
         c("slm-full-ds-z2-mb4-s2048", "slm", "pretrain", **ds, zero_stage=2, micro_batch_size=4),
         c("olmo2-full-ds-z0-mb4-s4096", "olmo2", "pretrain", **ds, micro_batch_size=4, seq_len=4096),
-        c("neox-lora-ds-z1-mb16-s2048", "neox", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=16),
+        c("neox-lora-ds-z1-mb8-s4096", "neox", "finetune", method="lora", **ds, zero_stage=1, micro_batch_size=8,
+          seq_len=4096),
         c("sc2-full-ds-z1-rc-mb2-s4096", "sc2", "pretrain", **ds, zero_stage=1, recompute=True, micro_batch_size=2,
           seq_len=4096),
     ]
@@ -468,10 +463,7 @@ def _holdout_h200(hw: str, prefix: str) -> list[dict[str, Any]]:
     crashed the H100 probe; predicted by the final code and fit, with and without the machine's profile, and stored
     before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("q8-lora-ds-z2-mb4-s4096", "q8", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4,
@@ -543,10 +535,7 @@ def _holdout_last(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The last word on the final code (SM share, Gemma-2's layer pattern, attention by head size): shapes of every
     head size (64: Granite, StableLM; 96: Phi-3-mini; 128; 256: Gemma) none of the fits saw, stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+    c = _family_case(hw, prefix)
 
     return [
         c("g2-lora-ds-z2-mb4-s2048", "g2", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4),
