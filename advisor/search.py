@@ -249,6 +249,7 @@ def run_search(
     space = list(configurations(spec, ev.gpus))
     if not space:
         raise AdvisorError(f"no micro-batch size reaches global batch {spec.global_batch} on {ev.gpus} GPUs exactly")
+    ev.traces.prefetch(ev.arch, [ev.case(knobs) for knobs in space])  # a new architecture: its variants at once
     use_brute = sampler == "brute" or (sampler == "auto" and len(space) <= BRUTE_FORCE_MAX)
     with warnings.catch_warnings():  # `group` is experimental: said once here, not on every run's stderr
         warnings.simplefilter("ignore")

@@ -142,19 +142,10 @@ class TraceBook:
         if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
             return None
         config, h, files = self._config(arch)
-        if h not in self._windows:  # kept beside the traces: a cached model needs no import of transformers
-            known = [self._file(p)[WINDOW] for p in files if WINDOW in self._file(p)]
-            self._windows[h] = known[0] if known else sliding_window(config)
-        v = variant_for(case, self._windows[h])
-        key = (h, v.key)
-        if key in self._kept:
-            return self._kept[key]
-        for path in files:
-            found = self._file(path).get(v.key)
-            if found and self._current(found):
-                t = ArchTrace.model_validate(found)
-                self._kept[key] = t
-                return t
+        v = variant_for(case, self._window(config, h, files))
+        found = self._held(h, v, files)
+        if found is not None:
+            return found
         if self.on_trace:
             self.on_trace(f"tracing {arch.name} ({v.key}) on fake tensors")
         from advisor.progress import interactive, timed_run
@@ -162,10 +153,64 @@ class TraceBook:
         # a bar on a terminal (the first trace of a model imports transformers and PEFT: ~10 s on two cores)
         t = timed_run(lambda: run_trace(config, v), f"tracing {Path(arch.name).stem} on fake tensors", 15.0,
                       disable=not interactive())
-        self._kept[key] = t
+        self._keep(arch, h, t)
+        return t
+
+    def prefetch(self, arch: ModelArch, cases: list[TrainCase]) -> None:
+        """Trace at once, one process per core, every variant ``cases`` need that no file holds: a new architecture's
+        first search (Gemma-3's 12 variants took 70 s one after another on two cores). A variant that fails here is
+        left to ``trace``, which reports it where the case is predicted."""
+        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+            return
+        import os
+
+        config, h, files = self._config(arch)
+        window = self._window(config, h, files)
+        wanted = {v.key: v for v in (variant_for(c, window) for c in cases) if self._held(h, v, files) is None}
+        workers = min(len(wanted), len(os.sched_getaffinity(0)))
+        if workers < 2:
+            return  # one variant, or one core: trace() runs it when it is needed
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        from advisor.progress import interactive, steps
+
+        self.default_lora_targets(arch)  # before the pool: saved with every trace
+        label = f"tracing {Path(arch.name).stem} on fake tensors ({len(wanted)} variants, {workers} processes)"
+        # forked: the children inherit the imported torch, transformers and PEFT (Gemma-3's 12 variants on two cores:
+        # 48 s; spawned, each importing them again, 54 s; one after another, 70 s). A child runs fake tensors only, no
+        # CPU kernel, so it never enters the OpenMP pool a fork could leave locked
+        with steps(label, len(wanted), disable=not interactive()) as update, \
+                ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            runs = [pool.submit(run_trace, config, v) for v in wanted.values()]
+            for done, run in enumerate(as_completed(runs), 1):
+                try:
+                    self._keep(arch, h, run.result())
+                except Exception:  # noqa: BLE001 - trace() raises it again, one line, for the case that needs it
+                    pass
+                update(label, done / len(wanted))
+
+    def _window(self, config: dict[str, Any], h: str, files: tuple[Path, Path]) -> int | None:
+        if h not in self._windows:  # kept beside the traces: a cached model needs no import of transformers
+            known = [self._file(p)[WINDOW] for p in files if WINDOW in self._file(p)]
+            self._windows[h] = known[0] if known else sliding_window(config)
+        return self._windows[h]
+
+    def _held(self, h: str, v: TraceVariant, files: tuple[Path, Path]) -> ArchTrace | None:
+        """The trace of variant ``v`` from memory or a current file, or None."""
+        key = (h, v.key)
+        if key not in self._kept:
+            for path in files:
+                found = self._file(path).get(v.key)
+                if found and self._current(found):
+                    self._kept[key] = ArchTrace.model_validate(found)
+                    break
+        return self._kept.get(key)
+
+    def _keep(self, arch: ModelArch, h: str, t: ArchTrace) -> None:
+        self._kept[(h, t.variant.key)] = t
         save(_user_dir() / f"{h}.json", t, self._windows[h], self.default_lora_targets(arch))
         self._files.pop(_user_dir() / f"{h}.json", None)
-        return t
 
 
 def run_trace(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:

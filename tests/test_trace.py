@@ -141,3 +141,30 @@ def test_the_causal_lm_types_known_without_transformers_are_its_own() -> None:
     from knowledge.catalog import OTHER_CAUSAL_LM_TYPES
 
     assert set(OTHER_CAUSAL_LM_TYPES) - set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) == set()
+
+
+def test_a_new_architecture_s_variants_are_traced_at_once(tmp_path, monkeypatch) -> None:
+    """``recommend``'s first search on a new config traces every variant it needs in a pool, up front; the search then
+    finds each one traced (none runs again) and the user's trace file holds them all."""
+    import json
+    import os
+
+    from advisor.traces import TraceBook
+    from knowledge.catalog import resolve_model
+    from knowledge.schema import TrainCase
+
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})  # two workers whatever the machine
+    path = tmp_path / "toy-qwen3.json"
+    path.write_text(json.dumps(QWEN3_TOY))
+    arch = resolve_model(str(path))
+    cases = [TrainCase(id=f"c{i}", hardware="h100x1", model=str(path), task="finetune", method=m, recompute=rc,
+                       seq_len=256) for i, (m, rc) in enumerate([("lora", False), ("lora", True), ("full", False)])]
+    traced: list[str] = []
+    book = TraceBook(on_trace=traced.append)
+    book.prefetch(arch, cases)
+    for case in cases:
+        assert book.trace(arch, case) is not None
+    assert traced == []  # nothing traced one at a time
+    (held,) = (tmp_path / "traces").glob("*.json")
+    assert len([k for k in json.loads(held.read_text()) if not k.startswith("_")]) == 3
