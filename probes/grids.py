@@ -597,6 +597,7 @@ GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu
                          "h200-holdout-kernel-rates": lambda: _holdout_kernel_rates("h200x1", "h200t"),
                          "h100-holdout-kernel-rates": lambda: _holdout_kernel_rates("h100x1", "h100r"),
                          "h100-holdout-last": lambda: _holdout_last("h100x1", "h100z"),
+                         "h200-holdout-last": lambda: _holdout_last("h200x1", "h200z"),
                          "h200x2-families": lambda: _families("h200x2", "h200x2f", 2),
                          "h100": _h100_first, "h200x2": _h200x2, "toy-cpu": _toy_cpu, "gpu-smoke": _gpu_smoke,
          "h100-weak": lambda: _weak("h100x1", "h100w", 1), "h200x2-weak": lambda: _weak("h200x2", "h200x2w", 2)}
