@@ -1,4 +1,4 @@
-"""Sixty-five runs on one H100 and thirty on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
+"""Sixty-five runs on one H100 and forty-four on one H200, 2026-11-24, in shapes no fit or fix had seen, predicted by the final code and fit and
 stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-predictions-2026-11-24.jsonl``):
 - the first grid: QLoRA on routed experts and latent attention, LoRA on DeepSpeed, PyTorch full with recomputation,
   sliding windows past and below their length;
@@ -11,7 +11,7 @@ stored before they ran (``knowledge/measurements/own/logs/h100-holdout-final*-pr
 - after the memory-bound kernels' SM share (``kernel_rates.py``, found on the H200 grid): 14 new shapes on each GPU
   (the H100's at half the batch), with and without the profile;
 - the last, on the final code (Gemma-2's layer pattern, attention by head size): 14 shapes of every head size on the
-  H100, with and without the profile.
+  H100 and the same 14 on the H200, with and without the profile.
 Per family: every grid's predictions stored before, without a profile.
 "Code of today" differs from "stored before" only by what changed after the runs.
 
@@ -71,15 +71,23 @@ if __name__ == "__main__":
     score("after the kernel-rate change, both GPUs, stored before the runs, with the profiles", last_profile)
     score("after the kernel-rate change, both GPUs, code of today, without a profile", last_today)
     print()
-    final = "h100-holdout-last"  # after the layer pattern and attention by head size: the final code, held out
-    final_pairs: list = []
-    for profile in (None, "h100x1"):
-        print(f"== {final}, {'with the profile ' + profile if profile else 'without a profile'}")
-        s, _ = compare([f"{final}-2026-11-24.jsonl"],
-                       [f"{final}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
-        final_pairs += [] if profile else s
-        print()
-    ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{final}-2026-11-24.jsonl")})
+    # after the layer pattern and attention by head size: the final code, held out, on both GPUs
+    final_pairs, final_profile = [], []
+    for gpu in ("h100", "h200"):
+        final = f"{gpu}-holdout-last"
+        for profile in (None, f"{gpu}x1"):
+            print(f"== {final}, {'with the profile ' + profile if profile else 'without a profile'}")
+            s, _ = compare([f"{final}-2026-11-24.jsonl"],
+                           [f"{final}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
+            if profile:
+                final_profile += s
+            else:
+                final_pairs += s
+            print()
+        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{final}-2026-11-24.jsonl")})
+    score("final code, H100 and H200, stored before the runs, without a profile", final_pairs)
+    score("final code, H100 and H200, stored before the runs, with the profiles", final_profile)
+    print()
     ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{h200}-2026-11-24.jsonl")})
     by: dict[str, list] = defaultdict(list)
     for p, m in stored + s200 + last + final_pairs:
