@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from tests.benchmarks.stored_predictions import compare, score
+from tests.benchmarks.stored_predictions import OWN, compare, lines, score
 
 
 def family(model: str) -> str:
@@ -32,9 +32,26 @@ def family(model: str) -> str:
 
 GRIDS = ("h100-holdout-final", "h100-holdout-final-2", "h100-holdout-final-3")
 
-if __name__ == "__main__":
-    from tests.benchmarks.stored_predictions import OWN, lines
 
+def both_gpus(grid: str, gpus: tuple[str, ...], ids: dict[str, str]) -> tuple[list, list, list]:
+    """``{gpu}-{grid}`` on each GPU, without and with the machine's profile: (stored, stored with the profile, code
+    of today without it) pairs; ``ids`` learns each run's model."""
+    stored, profiled, today = [], [], []
+    for gpu in gpus:
+        name = f"{gpu}-{grid}"
+        for profile in (None, f"{gpu}x1"):
+            print(f"== {name}, {'with the profile ' + profile if profile else 'without a profile'}")
+            s, n = compare([f"{name}-2026-11-24.jsonl"],
+                           [f"{name}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
+            if profile:
+                profiled += s
+            else:
+                stored, today = stored + s, today + n
+            print()
+        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{name}-2026-11-24.jsonl")})
+    return stored, profiled, today
+
+if __name__ == "__main__":
     stored, now = [], []
     for name in GRIDS:
         print(f"== {name}")
@@ -53,38 +70,14 @@ if __name__ == "__main__":
     print()
     score("H100 and H200, stored before the runs, without a profile", stored + s200)
     print()
-    # the last word: after the kernel-rate change (tests/benchmarks/kernel_rates.py), new shapes on both GPUs
-    last, last_profile, last_today = [], [], []
-    for gpu in ("h200", "h100"):
-        name = f"{gpu}-holdout-kernel-rates"
-        for profile in (None, f"{gpu}x1"):
-            print(f"== {name}, {'with the profile ' + profile if profile else 'without a profile'}")
-            s, n = compare([f"{name}-2026-11-24.jsonl"],
-                           [f"{name}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
-            if profile:
-                last_profile += s
-            else:
-                last, last_today = last + s, last_today + n
-            print()
-        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{name}-2026-11-24.jsonl")})
+    # after the kernel-rate change (tests/benchmarks/kernel_rates.py), new shapes on both GPUs
+    last, last_profile, last_today = both_gpus("holdout-kernel-rates", ("h200", "h100"), ids)
     score("after the kernel-rate change, both GPUs, stored before the runs, without a profile", last)
     score("after the kernel-rate change, both GPUs, stored before the runs, with the profiles", last_profile)
     score("after the kernel-rate change, both GPUs, code of today, without a profile", last_today)
     print()
     # after the layer pattern and attention by head size: the final code, held out, on both GPUs
-    final_pairs, final_profile = [], []
-    for gpu in ("h100", "h200"):
-        final = f"{gpu}-holdout-last"
-        for profile in (None, f"{gpu}x1"):
-            print(f"== {final}, {'with the profile ' + profile if profile else 'without a profile'}")
-            s, _ = compare([f"{final}-2026-11-24.jsonl"],
-                           [f"{final}-predictions{'-profile' if profile else ''}-2026-11-24.jsonl"], profile=profile)
-            if profile:
-                final_profile += s
-            else:
-                final_pairs += s
-            print()
-        ids.update({r["case"]["id"]: r["case"]["model"] for r in lines(OWN / f"{final}-2026-11-24.jsonl")})
+    final_pairs, final_profile, _ = both_gpus("holdout-last", ("h100", "h200"), ids)
     score("final code, H100 and H200, stored before the runs, without a profile", final_pairs)
     score("final code, H100 and H200, stored before the runs, with the profiles", final_profile)
     print()
