@@ -127,7 +127,10 @@ def measure(case_obj: dict, args: argparse.Namespace, info: dict) -> Measured:
     if isinstance(case, TrainCase):
         from probes.train_step import run_training
 
-        case = _with_default_lora_targets(case, arch)
+        from advisor.traces import TraceBook
+
+        # a LoRA case that names no targets runs on the ones the advisor predicts it with (Pythia: query_key_value)
+        case = TraceBook().with_default_lora_targets(arch, case)
         case_obj["lora_targets"] = case.lora_targets  # the row records the targets that ran
 
         ds = load_json_arg(args.ds_config) if args.ds_config else None
@@ -136,19 +139,6 @@ def measure(case_obj: dict, args: argparse.Namespace, info: dict) -> Measured:
     from probes.serve_step import run_serving
 
     return run_serving(case, arch, device=device, repeats=args.repeats, info=info)
-
-
-def _with_default_lora_targets(case: Any, arch: ModelArch) -> Any:
-    """A LoRA case that names no targets runs on the ones the advisor predicts it with: the usual q/k/v/o where the
-    model has any, else PEFT's default for its type (``probes.trace.default_lora_targets``; Pythia:
-    ``query_key_value``)."""
-    if case.method not in ("lora", "qlora") or "lora_targets" in case.model_fields_set or arch.hf_config is None:
-        return case
-    from probes.hf_model import config_dict
-    from probes.trace import default_lora_targets
-
-    own = default_lora_targets(config_dict(arch), list(case.lora_targets))
-    return case if own is None else case.model_copy(update={"lora_targets": own})
 
 
 def _auto_device() -> str:
