@@ -496,7 +496,7 @@ def _holdout_kernel_rates(hw: str, prefix: str) -> list[dict[str, Any]]:
     GPU the change moved most, predicted by that code and stored before they run; the H200's misses again at half the
     batch (an offloaded ZeRO-2 that ran out of memory called fitting, two edges called not fitting)."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    m = FAMILIES
+    family_case = _family_case(hw, prefix)
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
         if hw == "h100x1":  # 80 GB: half the micro-batch (and the seq_len where one sequence is the batch)
@@ -507,7 +507,7 @@ def _holdout_kernel_rates(hw: str, prefix: str) -> list[dict[str, Any]]:
             else:
                 kw["seq_len"] = kw.get("seq_len", 2048) // 2
                 cid = cid.replace(f"-s{kw['seq_len'] * 2}", f"-s{kw['seq_len']}")
-        return _case(hw, f"{prefix}-{cid}", m[model], task, gpus=1, **kw)
+        return family_case(cid, model, task, **kw)
 
     return [
         c("q4-full-ds-z2-offopt-mb2-s4096", "q4", "pretrain", **ds, zero_stage=2, offload="optimizer",
