@@ -11,6 +11,7 @@ the config and the variant only, so a cached one is exact for that model whateve
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -168,9 +169,11 @@ class TraceBook:
         config, h, files = self._config(arch)
         window = self._window(config, h, files)
         wanted = {v.key: v for v in (variant_for(c, window) for c in cases) if self._held(h, v, files) is None}
+        if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
+            return  # fork only where it is safe: Linux, the main thread (not a server's worker); trace() runs each
         workers = min(len(wanted), len(os.sched_getaffinity(0)))
-        if workers < 2 or threading.current_thread() is not threading.main_thread():
-            return  # one variant, one core, or a server's worker thread (no fork there): trace() runs each when needed
+        if workers < 2:
+            return  # one variant or one core: trace() runs it when it is needed
         import multiprocessing
 
         import probes.trace  # noqa: F401  (imported before the fork: a child never takes the import lock)
