@@ -1,7 +1,8 @@
 """What a fake-tensor trace of a model's own code says about it: the typed record ``probes.trace`` writes.
 
 A trace runs one training step of a one-period and a two-period cut of the model (a period is the repeat of
-its layer pattern: 1 for Llama, 2 for Gemma-2's sliding/full pair) at three sequence lengths on fake tensors,
+its layer pattern: 1 for Llama, 2 for Gemma-2's sliding/full pair; a long pattern is cut one layer per kind)
+at three sequence lengths on fake tensors,
 and keeps, per decoder layer and for the rest of the model (embedding, the layers before the pattern, final
 norm, LM head, loss), every quantity the performance model needs as a polynomial in the micro-batch's shape:
 ``const + batch * seq * (per_token + seq * per_token_seq)``. Nothing here is fitted: it is what the model's
@@ -14,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from knowledge.schema import Strict
+from knowledge.schema import Projection, Strict
 
 TRACE_SCHEMA = 4  # 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
@@ -137,6 +138,25 @@ class ArchTrace(Strict):
         counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
         return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in polys},
                     **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in counts})
+
+    def projections(self, top_k: int, vocab: int) -> list[Projection]:
+        """The forward projections of one average decoder layer: the layer's own, and those of the layers inside
+        ``rest`` beyond the pattern (a dense first layer) spread over all layers; the LM head (``vocab`` wide) and
+        adapters left out. A grouped GEMM's experts: top-k over the share of tokens each expert sees."""
+        out: dict[tuple[int, int, int, float], float] = {}
+        rest_calls: dict[tuple, float] = {}
+        for g in self.rest.gemms:
+            if g.phase == "fwd" and not g.adapter and vocab not in (g.k, g.n):
+                key = (g.k, g.n, round(top_k / g.rows_per_token) if g.grouped else 1, g.rows_per_token)
+                rest_calls[key] = rest_calls.get(key, 0.0) + g.calls
+        for g in self.layer.gemms:
+            if g.phase == "fwd" and not g.adapter:
+                key = (g.k, g.n, round(top_k / g.rows_per_token) if g.grouped else 1, g.rows_per_token)
+                out[key] = out.get(key, 0.0) + g.calls * (self.layers - self.rest_layers)
+        for key, calls in rest_calls.items():
+            out[key] = out.get(key, 0.0) + calls
+        return [Projection(in_features=k, out_features=n, experts=e, tokens_fraction=min(1.0, f),
+                           per_layer=calls / self.layers) for (k, n, e, f), calls in out.items() if calls > 0]
 
     def total(self, attr: str, batch: int, seq: int) -> float:
         """A Poly attribute of the whole model at a micro-batch shape."""

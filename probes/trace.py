@@ -6,7 +6,8 @@ forward and backward run under a dispatch mode that sees every aten operator. Pe
 (matrix products by weight shape, attention from the query/key/value shapes), bytes read and written by the
 memory-bound kernels, kernels launched, and the bytes alive at each moment (activations autograd keeps, the
 loss's fp32 buffers, a backward's temporaries). A one-period and a two-period cut at three sequence lengths
-give the per-layer and per-token coefficients (``knowledge.traces``).
+give the per-layer and per-token coefficients (``knowledge.traces``); a long pattern (Gemma-3's 5 sliding + 1 full)
+is cut one layer per kind instead, each kind weighted by its share of the model's layers (``layer_kinds``).
 
 torch, transformers and peft are imported inside the functions: the CLI imports this module.
 """
@@ -447,6 +448,33 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
                 **{f: (b[f] - a[f]) * inv for f in counts})
 
 
+def _lincomb(terms: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
+    """Σ coef · cut, field by field (polynomials, counts, and each weight shape's FLOPs, calls and rows); a weight
+    shape whose calls cancel is dropped."""
+    out: dict[str, Any] = {}
+    for field in terms[0][1]:
+        if field == "gemms":
+            keys = set().union(*(cut["gemms"] for _, cut in terms))
+            gemms = {}
+            for key in keys:
+                flops, calls, rows = Poly(), 0.0, 0.0
+                for c, cut in terms:
+                    if key in cut["gemms"]:
+                        f, n, r = cut["gemms"][key]
+                        flops, calls, rows = flops.plus(f, c), calls + c * n, rows + c * r
+                if abs(calls) > 1e-9:
+                    gemms[key] = (flops, calls, rows)
+            out[field] = gemms
+        elif isinstance(terms[0][1][field], Poly):
+            acc = Poly()
+            for c, cut in terms:
+                acc = acc.plus(cut[field], c)
+            out[field] = acc
+        else:
+            out[field] = sum(c * cut[field] for c, cut in terms)
+    return out
+
+
 def _whole_part(a: dict[str, Any]) -> Part:
     """The base cut as it ran: embedding, its layers, final norm, LM head and loss."""
     gemms = [Gemm(phase=k[0], k=k[1], n=k[2], calls=c, rows_per_token=r / c, flops=f, quantizable=k[3], adapter=k[4],
@@ -515,6 +543,39 @@ def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         hf_logging.set_verbosity(level)
 
 
+def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_types: list[str] | None = None
+         ) -> tuple[dict[str, Any], dict[str, float], str]:
+    """One cut of ``n`` layers (of ``layer_types`` when given) traced at the variant's three lengths: its polynomials,
+    its parameters, and the attention it ran."""
+    cfg = config if layer_types is None else {**config, "layer_types": list(layer_types)}
+    model, fake = _build(cfg, n, variant)
+    used = model.config._attn_implementation
+    try:
+        runs = [_run(model, fake, variant, s) for s in seqs(variant)]
+    except AdvisorError:
+        raise
+    except Exception as e:  # the model's code did something fake tensors cannot follow
+        raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
+    return _part(runs, seqs(variant)), _params(model), used
+
+
+def layer_kinds(config: dict[str, Any]) -> tuple[list[str], dict[str, float]] | None:
+    """A long layer pattern traced one layer per kind: (the kinds in order of appearance, each one's share of the
+    model's layers), where that runs fewer layers than a one- and a two-period cut (Gemma-3: 5 sliding + 1 full, 8
+    layers instead of 18); None otherwise (and for a dense prefix, which the period cuts handle)."""
+    from probes.hf_model import config_from_dict
+
+    p = _period(config)
+    if p < 3 or int(config.get("first_k_dense_replace") or 0):
+        return None
+    types = [str(t) for t in getattr(config_from_dict(config), "layer_types", None) or []]  # one per layer of the model
+    kinds = list(dict.fromkeys(types))
+    if len(kinds) < 2 or len(kinds) * (len(kinds) + 2) >= 3 * p:
+        return None
+    return kinds, {k: types.count(k) / len(types) for k in kinds}
+
+
 def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     from importlib.metadata import version
 
@@ -523,35 +584,37 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
 
     t0 = time.perf_counter()
     layers, base, p = layer_plan(config)
-    cuts, params = [], []
-    for n in (base, base + p):
-        model, fake = _build(config, n, variant)
-        used = model.config._attn_implementation
-        try:
-            runs = [_run(model, fake, variant, s) for s in seqs(variant)]
-        except AdvisorError:
-            raise
-        except Exception as e:  # the model's code did something fake tensors cannot follow
-            raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
-                               f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
-        cuts.append(_part(runs, seqs(variant)))
-        params.append(_params(model))
-    a, b = cuts
-    pa, pb = params
-    per_layer = {k: (pb[k] - pa[k]) / p for k in pa}
+    typed = layer_kinds(config)
+    if typed is None:  # a one-period and a two-period cut: the layer is their difference over the period
+        (a, pa, used), (b, pb, _) = (_cut(config, n, variant) for n in (base, base + p))
+        layer, rest = _layer_part(a, b, p), _whole_part(a)
+        per_layer = {k: (pb[k] - pa[k]) / p for k in pa}
+        cuts, base_params = (a, b), pa
+    else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
+        kinds, share = typed
+        a, pa, used = _cut(config, len(kinds), variant, kinds)
+        more = [_cut(config, len(kinds) + 1, variant, kinds + [k]) for k in kinds]
+        avg = _lincomb([(share[k], m[0]) for k, m in zip(kinds, more)] + [(-1.0, a)])  # the model's average layer
+        layer = _layer_part(_lincomb([(0.0, a)]), avg, 1)
+        # the base cut's own layers replaced by average ones: rest + (layers - base) x layer is then the whole model
+        rest = _whole_part(_lincomb([(1.0 + len(kinds), a)] + [(-1.0, m[0]) for m in more] + [(float(len(kinds)), avg)]))
+        per_layer = {key: sum(share[k] * (m[1][key] - pa[key]) for k, m in zip(kinds, more)) for key in pa}
+        base = len(kinds)
+        base_params = {key: (1 + base) * pa[key] - sum(m[1][key] for m in more) + base * per_layer[key] for key in pa}
+        cuts = (a, *(m[0] for m in more))
     extra = layers - base
 
     def whole(k: str) -> int:
-        return int(round(pa[k] + extra * per_layer[k]))
+        return int(round(base_params[k] + extra * per_layer[k]))
 
     s_top = seqs(variant)[-1]
-    peak = b["peak_extra"] if b["peak_extra"].at(1, s_top) >= a["peak_extra"].at(1, s_top) else a["peak_extra"]
+    peak = max((c["peak_extra"] for c in cuts), key=lambda x: x.at(1, s_top))
     return ArchTrace(
         config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,
-        rest_layers=base, layer=_layer_part(a, b, p), rest=_whole_part(a), peak_extra_bytes=peak,
+        rest_layers=base, layer=layer, rest=rest, peak_extra_bytes=peak,
         attention_used="eager" if used == "eager" else "sdpa",
         params=ParamTrace(total=whole("total"), embedding=int(pa["embedding"]), lm_head=int(pa["lm_head"]),
-                          quantizable=whole("quantizable"), largest=int(max(pa["largest"], pb["largest"])),
+                          quantizable=whole("quantizable"), largest=int(pa["largest"]),
                           trainable=whole("trainable"), adapter=whole("adapter"),
                           tensors_trainable_per_layer=per_layer["tensors_trainable"],
                           modules_per_layer=per_layer["modules"]),

@@ -111,11 +111,11 @@ def test_kv_cache_as_the_model_lays_it_out() -> None:
     from models.kv_cache import kv_cache_bytes
 
     p = Predictor()
-    gemma = p.kv_layout(resolve_model("knowledge/data/configs/gemma-2-9b.json"))
+    gemma = p.serving_layout(resolve_model("knowledge/data/configs/gemma-2-9b.json"))
     full = 2 * 8 * 256 * 2  # bytes per token and layer: K and V of 8 heads of 256, bf16
     # 42 layers alternate sliding (window 4096) and full: at 32k tokens half the layers hold 4096
     assert kv_cache_bytes(gemma, 1, 16, 32768) == 21 * 32768 * full + 21 * 4096 * full
-    ds = p.kv_layout(resolve_model("knowledge/data/configs/deepseek-v2-lite.json"))
+    ds = p.serving_layout(resolve_model("knowledge/data/configs/deepseek-v2-lite.json"))
     assert kv_cache_bytes(ds, 1, 16, 1000) == 27 * 1000 * (512 + 64) * 2  # latent 512 + RoPE key 64
     assert kv_cache_bytes(ds, 2, 16, 1000) == kv_cache_bytes(ds, 1, 16, 1000)  # replicated over TP ranks
 
@@ -168,3 +168,31 @@ def test_a_new_architecture_s_variants_are_traced_at_once(tmp_path, monkeypatch)
     assert traced == []  # nothing traced one at a time
     (held,) = (tmp_path / "traces").glob("*.json")
     assert len([k for k in json.loads(held.read_text()) if not k.startswith("_")]) == 3
+
+
+GEMMA3_TOY = {"model_type": "gemma3_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 14,
+              "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 1000,
+              "sliding_window": 64, "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}
+
+
+def test_a_long_layer_pattern_is_traced_one_layer_per_kind(monkeypatch) -> None:
+    """Gemma-3's 5 sliding + 1 full pattern: one layer of each kind, then one more of each (2 + 3 + 3 layers instead of a
+    6- and a 12-layer cut), each kind weighted by its share of the model's layers. The whole model's counts agree with
+    the period cuts' (which weigh the kinds by the pattern, not by the model's 14 layers: 12 sliding, 2 full)."""
+    import probes.trace as tr
+
+    kinds, share = tr.layer_kinds(GEMMA3_TOY)
+    assert kinds == ["sliding_attention", "full_attention"] and share["full_attention"] == pytest.approx(2 / 14)
+    v = TraceVariant(trains="all", min_seq=64)
+    typed = trace_model(GEMMA3_TOY, v)
+    monkeypatch.setattr(tr, "layer_kinds", lambda config: None)
+    period = trace_model(GEMMA3_TOY, v)
+    assert typed.rest_layers == 2 and period.rest_layers == 6
+    assert typed.params.total == period.params.total == _real_counts(GEMMA3_TOY)[0]
+    for attr in ("other_bytes_fwd", "other_bytes_bwd", "saved_bytes", "attention_flops_fwd"):
+        assert typed.total(attr, 2, 512) == pytest.approx(period.total(attr, 2, 512), rel=0.03), attr
+    gemm = lambda t: sum(g.flops.at(2, 512) for g in t.rest.gemms) + (t.layers - t.rest_layers) * sum(  # noqa: E731
+        g.flops.at(2, 512) for g in t.layer.gemms)
+    assert gemm(typed) == pytest.approx(gemm(period), rel=1e-6)
+    # the model's own split of masked (sliding) attention: 12 of 14 layers, where the pattern's average says 5 of 6
+    assert typed.total("masked_attention_flops_fwd", 2, 512) < period.total("masked_attention_flops_fwd", 2, 512) * 1.03
