@@ -328,16 +328,18 @@ def as_measured(case: dict) -> dict:
 
 
 def serving_rows(measurements: Sequence[Measurement], include_oom: bool = False) -> list[ServeRow]:
-    from advisor.predictor import kv_layout
+    from advisor.predictor import serving_layout
+    from advisor.traces import TraceBook
 
-    rows, layouts = [], {}
+    rows, layouts, traces = [], {}, TraceBook()
     for m in measurements:
         if m.case.get("task") != "serve" or (m.measured.error and not m.measured.oom) or (m.measured.oom and not include_oom):
             continue
         try:
             case = parse_case(as_measured(m.case))
-            # fitted and scored with the model's own KV layout, as predict sizes it
-            rows.append(ServeRow(m, case, kv_layout(resolve_model(case.model), layouts), resolve_platform(case.hardware)))
+            # fitted and scored with the model's own layout (KV cache, projections), as predict sizes and times it
+            arch = serving_layout(resolve_model(case.model), layouts, traces)
+            rows.append(ServeRow(m, case, arch, resolve_platform(case.hardware)))
         except (AdvisorError, ValueError):
             continue
     return rows

@@ -7,6 +7,7 @@ into contract error lines so one bad case never stops the others.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pathlib import Path
 
@@ -26,11 +27,13 @@ from models.training import predict_training
 Prediction = TrainPrediction | ServePrediction
 
 
-def kv_layout(arch: ModelArch, cache: dict[str, list | None] | None = None) -> ModelArch:
-    """``arch`` with its KV cache laid out as its own config says (sliding-window layers capped at their window,
-    latent attention's compressed KV: ``knowledge.catalog.kv_groups``), read through transformers' config class
-    once per config when ``cache`` is given; a Llama-family decoder keeps the plain count. Every serving path that
-    sizes or reads a KV cache (predict, the serving search's load, the serving fit and its scores) goes through it."""
+def serving_layout(arch: ModelArch, cache: dict[str, Any] | None = None, traces: Any = None) -> ModelArch:
+    """``arch`` as its own code lays it out for serving: its KV cache (sliding-window layers capped at their window,
+    latent attention's compressed KV: ``knowledge.catalog.kv_groups``, read through transformers' config class) and,
+    given a ``TraceBook``, one layer's projections from its trace (fused QKV, a plain MLP, shared experts, a dense
+    first layer: ``ArchTrace.projections``) with its traced parameter count. Once per config when ``cache`` is given;
+    a Llama-family decoder keeps the plain count. Every serving path that sizes or times a model (predict, the serving
+    search's load, the serving fit and its scores) goes through it."""
     from advisor.traces import HAND_COUNTED
     from knowledge.catalog import kv_groups
 
@@ -41,7 +44,12 @@ def kv_layout(arch: ModelArch, cache: dict[str, list | None] | None = None) -> M
     if key not in cache:
         cache[key] = kv_groups(arch.hf_config)
     groups = cache[key]
-    return arch.model_copy(update={"kv_groups": [KVGroup(**g) for g in groups]}) if groups else arch
+    update: dict[str, Any] = {"kv_groups": [KVGroup(**g) for g in groups]} if groups else {}
+    trace = traces.forward_trace(arch) if traces is not None else None
+    if trace is not None:
+        update["projections"] = trace.projections(arch.num_experts_per_tok, arch.vocab_size)
+        update["param_count"] = trace.params.total
+    return arch.model_copy(update=update) if update else arch
 
 
 def rel_error_for(task: str, platform: PlatformSpec, nodes: int = 1, by_class: dict | None = None,
@@ -166,12 +174,12 @@ class Predictor:
             return pred.model_copy(update={"network": network.label})
         from models.serving import predict_serving
 
-        arch = self.kv_layout(arch)
+        arch = self.serving_layout(arch)
         return predict_serving(case, arch, platform, self.serving_calibration(platform), self._held_out.get("serve"))
 
-    def kv_layout(self, arch: ModelArch) -> ModelArch:
-        """``arch`` with its KV cache laid out as its own config says (``kv_layout``), read once per model."""
-        return kv_layout(arch, self._kv)
+    def serving_layout(self, arch: ModelArch) -> ModelArch:
+        """``arch`` as its own code lays it out for serving (``serving_layout``), read once per model."""
+        return serving_layout(arch, self._kv, self.traces)
 
     def predict_or_error(self, case: TrainCase | ServeCase) -> Prediction | ErrorLine:
         try:

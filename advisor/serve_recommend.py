@@ -68,7 +68,7 @@ def serve_recommendation(hardware: str, model: str | dict, profile: Profile | No
 
     platform = resolve_platform(hardware)
     predictor = Predictor(profile)
-    arch = predictor.kv_layout(resolve_model(model))  # the load simulation sizes the model's own KV cache
+    arch = predictor.serving_layout(resolve_model(model))  # the load simulation sizes the model's own KV cache
     job = Job(hardware, model, platform, arch, prompt_len, output_len, engine)
     res = search_serving(predictor, job, gpus=gpus, weight_formats=weight_formats, max_tpot_ms=max_tpot_ms,
                          max_ttft_ms=max_ttft_ms, requests=requests, rate_per_s=rate_per_s, top=top)

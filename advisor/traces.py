@@ -28,6 +28,8 @@ HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
 WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not a variant)
 LORA_DEFAULT = "_lora_default_targets"  # and for the LoRA targets a case that names none gets (None: the schema's)
 USUAL_LORA_TARGETS = TrainCase.model_fields["lora_targets"].default
+# the variant serving reads projections from: a full bf16 step with SDPA, as DeepSpeed runs it (bundled for the catalog)
+SERVING_VARIANT = TraceVariant(trains="all", attention="sdpa", autocast=False)
 
 
 def sliding_window(config: dict[str, Any]) -> int | None:
@@ -144,7 +146,22 @@ class TraceBook:
         if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
             return None
         config, h, files = self._config(arch)
-        v = variant_for(case, self._window(config, h, files))
+        return self._traced(arch, config, h, files, variant_for(case, self._window(config, h, files)))
+
+    def forward_trace(self, arch: ModelArch) -> ArchTrace | None:
+        """The trace serving reads a model's projections from (``ArchTrace.projections``): any variant's forward has
+        them; the full-model bf16 one is bundled for every catalog config. None for a Llama-family decoder."""
+        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+            return None
+        config, h, files = self._config(arch)
+        self._window(config, h, files)
+        for path in files:  # a forward is a forward: any full-model variant without recomputation will do
+            for key, record in self._file(path).items():
+                if key.startswith(SERVING_VARIANT.key.split("|fp32")[0]) and isinstance(record, dict) and self._current(record):
+                    return self._held(h, TraceVariant.model_validate(record["variant"]), files)
+        return self._traced(arch, config, h, files, SERVING_VARIANT)
+
+    def _traced(self, arch: ModelArch, config: dict[str, Any], h: str, files: tuple[Path, Path], v: TraceVariant) -> ArchTrace:
         found = self._held(h, v, files)
         if found is not None:
             return found
@@ -160,7 +177,7 @@ class TraceBook:
 
     def prefetch(self, arch: ModelArch, cases: list[TrainCase]) -> None:
         """Trace at once, one process per core, every variant ``cases`` need that no file holds: a new architecture's
-        first search (Gemma-3's 12 variants took 70 s one after another on two cores). A variant that fails here is
+        first search (Gemma-3's 12 variants take 33 s one after another on two cores, 25 s in the pool). A variant that fails here is
         left to ``trace``, which reports it where the case is predicted."""
         if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
             return

@@ -119,6 +119,19 @@ class KVGroup(Strict):
     split_by_tp: bool = True  # KV heads split over tensor-parallel ranks; a latent vector is replicated
 
 
+class Projection(Strict):
+    """One weight shape of a decoder layer as the model's own code multiplies by it (from its trace): ``in_features``
+    x ``out_features`` (the trace keeps the pair sorted: orientation is not known), ``experts`` copies of which each
+    token visits ``tokens_fraction`` (top-k / experts), present ``per_layer`` times per layer on average (several
+    alike projections; a dense prefix layer of an MoE model spreads over all layers)."""
+
+    in_features: int = Field(gt=0)
+    out_features: int = Field(gt=0)
+    experts: int = Field(default=1, ge=1)
+    tokens_fraction: float = Field(default=1.0, gt=0, le=1)
+    per_layer: float = Field(default=1.0, gt=0)
+
+
 class ModelArch(Strict):
     """A Llama-style decoder (RMSNorm, RoPE, SwiGLU MLP, GQA; optional MoE)."""
 
@@ -146,6 +159,9 @@ class ModelArch(Strict):
     # the KV cache as the model's config lays it out (sliding layers capped at their window, latent attention's
     # compressed vector), read through transformers' own config class; None = every layer, every KV head
     kv_groups: list[KVGroup] | None = None
+    # one average decoder layer's projections as the model's own code runs them (its trace: fused QKV, a plain MLP,
+    # shared experts, a dense first layer), what serving streams and multiplies; None = the Llama count
+    projections: list[Projection] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelArch":

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from knowledge.schema import ModelArch
 
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+TRACED = "traced"  # the name of a projection read from a trace (which does not name its module)
 
 
 @dataclass(frozen=True)
@@ -23,14 +24,15 @@ class Linear:
     out_features: int
     experts: int = 1  # weight copies (MoE experts)
     tokens_fraction: float = 1.0  # share of the layer's tokens each copy sees (top-k / experts)
+    per_layer: float = 1.0  # times an average layer has it (a traced shape: alike projections, a dense prefix layer)
 
     @property
-    def params(self) -> int:
-        return self.in_features * self.out_features * self.experts
+    def params(self) -> float:
+        return self.in_features * self.out_features * self.experts * self.per_layer
 
     def flops(self, tokens: int) -> float:
         """Forward FLOPs over all copies for ``tokens`` tokens entering the layer."""
-        return 2.0 * tokens * self.tokens_fraction * self.experts * self.in_features * self.out_features
+        return 2.0 * tokens * self.tokens_fraction * self.experts * self.in_features * self.out_features * self.per_layer
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,11 @@ class ParamCounts:
 
 
 def linears(arch: ModelArch) -> list[Linear]:
+    """One decoder layer's projections: the model's own (``ModelArch.projections``, from its trace) where known, else
+    the Llama count."""
+    if arch.projections:
+        return [Linear(TRACED, p.in_features, p.out_features, p.experts, p.tokens_fraction, p.per_layer)
+                for p in arch.projections]
     h, hq, kv = arch.hidden_size, arch.num_attention_heads * arch.head_size, arch.num_key_value_heads * arch.head_size
     e, k = arch.num_local_experts, arch.num_experts_per_tok
     frac = k / e
@@ -77,11 +84,13 @@ def linears(arch: ModelArch) -> list[Linear]:
 def param_counts(arch: ModelArch) -> ParamCounts:
     h = arch.hidden_size
     hq, kv = arch.num_attention_heads * arch.head_size, arch.num_key_value_heads * arch.head_size
-    linear = sum(lin.params for lin in linears(arch))
+    linear = round(sum(lin.params for lin in linears(arch)))
     other = 2 * h + ((hq + 2 * kv) if arch.attention_bias else 0) + (h * arch.num_local_experts if arch.is_moe else 0)
     emb = arch.vocab_size * h
     head = 0 if arch.tie_word_embeddings else emb
     total = emb + head + arch.num_hidden_layers * (linear + other) + h
+    if arch.projections and arch.param_count:
+        total = arch.param_count  # the traced model's own count: its norms and biases are not the Llama layer's
     return ParamCounts(total, emb, head, linear, other, h, arch.num_hidden_layers)
 
 

@@ -102,11 +102,11 @@ def _linear_ops(s: ServeSetup, tokens: float, decode: bool) -> list[Op]:
     ops = []
     for lin in linears(a):
         copies = expected_experts(lin.experts, a.num_experts_per_tok, tokens) if lin.experts > 1 else 1.0
-        params = lin.in_features * lin.out_features * copies / t
+        params = lin.in_features * lin.out_features * copies * lin.per_layer / t
         flops = lin.flops(tokens) / t
         routed = lin.tokens_fraction * lin.experts  # each token visits top-k experts
         split_in, split_out = (1, t) if lin.name in COLUMN_PARALLEL else (t, 1)
-        act = 2.0 * tokens * routed * (lin.in_features / split_in + lin.out_features / split_out)
+        act = 2.0 * tokens * routed * (lin.in_features / split_in + lin.out_features / split_out) * lin.per_layer
         stream = bw * e.weight_stream_eff * (e.moe_stream_eff if lin.experts > 1 else 1.0)
         # decode: the skinny GEMM's small-M slowness *is* its memory-boundedness, modelled by the bytes
         # term, so compute runs at the large-GEMM ceiling; prefill uses the fitted small-M curve

@@ -194,7 +194,7 @@ GEMMA, DEEPSEEK = "knowledge/data/configs/gemma-2-9b.json", "knowledge/data/conf
 def test_serving_memory_and_decode_reads_use_the_models_own_kv_layout(predictor, path):
     """Sliding-window layers capped at their window (Gemma-2), latent attention's compressed vector (DeepSeek-V2):
     the prediction's KV memory, its decode KV read and the pool's sequences all come from the model's layout."""
-    arch = predictor.kv_layout(resolve_model(path))
+    arch = predictor.serving_layout(resolve_model(path))
     assert arch.kv_groups
     plain = arch.model_copy(update={"kv_groups": None})  # what a Llama formula would count
     case = ServeCase(id="kv", hardware="h100x1", model=path, task="serve", batch_size=4, prompt_len=16384)

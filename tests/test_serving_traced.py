@@ -1,0 +1,62 @@
+"""Serving times and sizes a model outside the Llama count by its own projections, read from its trace: a plain
+(non-gated) MLP, fused projections, shared experts and a dense first layer change the weights a decode step streams
+and the memory the weights take, where the Llama formula would count a gated MLP and routed experts only."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.predictor import Predictor
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.schema import ServeCase
+from knowledge.units import GiB
+from models.architecture import param_counts
+from models.serve_memory import weight_bytes
+from models.serve_setup import make_setup
+from models.serving import pass_time
+
+CONFIGS = "knowledge/data/configs/"
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    return Predictor()
+
+
+@pytest.mark.parametrize("name", ["starcoder2-3b", "pythia-1.4b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "qwen3-8b"])
+def test_parameters_are_the_traced_models(predictor, name):
+    """The serving weights are the model's own parameter count (transformers' count on the fake model), which the
+    Llama formula misses by 10-37% for StarCoder2, Pythia and Qwen1.5-MoE."""
+    arch = predictor.serving_layout(resolve_model(CONFIGS + name + ".json"))
+    trace = predictor.traces.forward_trace(arch)
+    assert arch.projections and param_counts(arch).total == trace.params.total
+    s = make_setup(arch, resolve_platform("h100x1"), predictor.serving_calibration(resolve_platform("h100x1")))
+    assert weight_bytes(s) == pytest.approx(2.0 * trace.params.total, rel=1e-6)
+
+
+def test_a_plain_mlp_streams_two_matrices_not_three(predictor):
+    """StarCoder2's c_fc -> GELU -> c_proj: batch-1 decode streams 3.0 B parameters, not the 4.2 B of a gated MLP."""
+    arch = resolve_model(CONFIGS + "starcoder2-3b.json")
+    own = predictor.serving_layout(arch)
+    plat = resolve_platform("h100x1")
+    cal = predictor.serving_calibration(plat)
+    llama = arch.model_copy(update={"kv_groups": own.kv_groups})  # the same KV, the Llama count's projections
+    w_own, w_llama = (pass_time(make_setup(a, plat, cal), 1, 1, 512, decode=True).weights_s for a in (own, llama))
+    assert w_own == pytest.approx(w_llama * 3.03 / 4.16, rel=0.06)  # streamed weights, the LM head (tied) included
+
+
+def test_shared_experts_and_a_dense_first_layer_are_projections(predictor):
+    qwen = predictor.serving_layout(resolve_model(CONFIGS + "qwen1.5-moe-a2.7b.json"))
+    shapes = {(p.in_features, p.out_features, p.experts): p.per_layer for p in qwen.projections}
+    assert shapes[(2048, 5632, 1)] == pytest.approx(3.0)  # the shared expert's gate, up and down
+    assert any(e == 60 for (_, _, e) in shapes)  # the routed experts, one grouped weight of 60
+    ds = predictor.serving_layout(resolve_model(CONFIGS + "deepseek-v2-lite.json"))
+    dense = [p for p in ds.projections if p.experts == 1 and 10944 in (p.in_features, p.out_features)]
+    assert dense and dense[0].per_layer == pytest.approx(3.0 / 27)  # layer 0's dense MLP, spread over 27 layers
+
+
+def test_prediction_memory_follows_the_traced_weights(predictor):
+    case = ServeCase(id="sc2", hardware="h100x1", model=CONFIGS + "starcoder2-3b.json", task="serve", batch_size=1,
+                     prompt_len=512)
+    p = predictor.predict(case)
+    assert p.breakdown.weights_gib == pytest.approx(2.0 * 3_030_371_328 / GiB, rel=0.01)
