@@ -28,7 +28,17 @@ from dataclasses import dataclass
 ROPE_KERNELS = 13
 ENGINE_LAYER_KERNELS = 2 + 4 + 2 * ROPE_KERNELS + 2 + 1 + 2 + 2  # = 39
 QK_NORM_KERNELS = 2  # Qwen3 / OLMo-2 normalise q and k per head: one RMSNorm kernel each
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2")  # model types whose attention normalises q and k per head
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2", "olmoe")  # model types whose attention normalises q and k
+# An MoE layer's MLP as vLLM's fused MoE runs it, counted in ``probes.engine_model`` like the layer above: the dense
+# MLP's 4 kernels (gate/up GEMM, SiLU, multiply, down GEMM) become the router GEMM, softmax, top-k, the sort of the
+# (token, expert) pairs and their tokens, the gathers of rows and weights, the per-expert row counts (one-hot, sum,
+# cumulative sum, cast), one grouped GEMM for every expert's gate/up, SiLU and multiply, one grouped GEMM for the downs,
+# the routing weights' product and cast, and the scatter-add back per token: a constant, however many experts are hit
+DENSE_MLP_KERNELS = 4
+FUSED_MOE_KERNELS = 19
+NORM_TOPK_KERNELS = 2  # renormalised top-k weights (norm_topk_prob): a sum and a division
+SHARED_EXPERT_KERNELS = 5  # a shared expert beside the routed ones: gate/up GEMM, SiLU, multiply, down GEMM, the add
+SHARED_GATE_KERNELS = 3  # its sigmoid gate (Qwen2-MoE): a GEMV, the sigmoid, the product
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,10 @@ import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import DEFAULT_ENGINE, QK_NORM_KERNELS, QK_NORM_TYPES
+from knowledge.engines import (
+    DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, NORM_TOPK_KERNELS, QK_NORM_KERNELS, QK_NORM_TYPES,
+    SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
+)
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
@@ -186,14 +189,29 @@ def qk_norm_kernels(a: ModelArch) -> int:
     return QK_NORM_KERNELS if a.hf_model_type in QK_NORM_TYPES else 0
 
 
+def fused_moe_kernels(a: ModelArch) -> int:
+    """An engine's MoE layer beyond the dense layer it replaces: the fused experts (``knowledge.engines``), the top-k
+    renormalisation and a shared expert with its gate where the model's config has them."""
+    if not a.is_moe:
+        return 0
+    cfg = a.hf_config or {}
+    shared = bool(cfg.get("shared_expert_intermediate_size") or cfg.get("n_shared_experts"))
+    return (FUSED_MOE_KERNELS - DENSE_MLP_KERNELS + NORM_TOPK_KERNELS * bool(cfg.get("norm_topk_prob"))
+            + SHARED_EXPERT_KERNELS * shared + SHARED_GATE_KERNELS * (shared and a.hf_model_type == "qwen2_moe"))
+
+
 def kernels_per_pass(s: ServeSetup, tokens: float) -> float:
-    """Kernels of one forward: the layer's own, quantize steps, routed experts' loops, all-reduces, the head."""
+    """Kernels of one forward: the layer's own, quantize steps, the routed experts (an engine's fused MoE; the
+    transformers runtime's loop over the experts hit), all-reduces, the head."""
     a = s.arch
-    layer = KERNELS_PER_LAYER_FWD if not s.engine_style else s.engine.kernels_per_layer + qk_norm_kernels(a)
+    if s.engine_style:
+        layer = s.engine.kernels_per_layer + qk_norm_kernels(a) + fused_moe_kernels(a)
+    else:
+        layer = KERNELS_PER_LAYER_FWD
+        if a.is_moe:
+            layer += KERNELS_PER_EXPERT * expected_experts(a.num_local_experts, a.num_experts_per_tok, tokens)
     extra = s.fmt.extra_kernels_per_linear * (7 if not s.engine_style else 4)  # engines merge QKV and gate/up
     per_layer = layer + extra + 2 * (s.tp > 1)
-    if a.is_moe:
-        per_layer += KERNELS_PER_EXPERT * expected_experts(a.num_local_experts, a.num_experts_per_tok, tokens)
     return per_layer * a.num_hidden_layers + KERNELS_HEAD
 
 

@@ -7,7 +7,12 @@ vLLM's ``LlamaDecoderLayer`` structure (read from its model code) in plain torch
   ``enable_gqa=True`` on the FlashAttention backend, else the query heads of each KV head as one batched GEMM;
   nothing is repeated per query head), the output GEMM;
 - RMSNorm (``F.rms_norm``) before attention and MLP with the residual adds, one fused gate/up GEMM,
-  SiLU-and-multiply, the down GEMM; a final norm and the LM head on the last position of each sequence.
+  SiLU-and-multiply, the down GEMM; a final norm and the LM head on the last position of each sequence;
+- an MoE layer as vLLM's ``fused_moe``: the router, softmax and top-k, the (token, expert) pairs sorted by expert,
+  one grouped GEMM (``torch._grouped_mm``) for every expert's gate/up and one for the downs, each expert's weights
+  read once, and a shared expert with its sigmoid gate where the model has one (Qwen2-MoE). OLMoE's q/k norms span
+  all heads (per head here: the same kernels and bytes). DeepSeek's latent attention and dense first layer are not
+  built.
 
 The KV cache is one contiguous tensor per layer, ``[batch, kv_heads, length, head_dim]`` for K and for V (a paged
 cache reads the same bytes in blocks). Unlike vLLM, norms, RoPE and SiLU-and-multiply are several torch kernels
@@ -37,14 +42,22 @@ class Shapes:
     qkv_bias: bool = False
     qk_norm: bool = False
     tied: bool = False  # the LM head is the embedding
+    experts: int = 1  # routed experts (1: a dense MLP of ``inter``); each expert's MLP is ``inter`` wide
+    top_k: int = 1
+    norm_topk: bool = False  # renormalise the top-k routing weights (the config's norm_topk_prob)
+    shared_inter: int = 0  # a shared expert beside the routed ones (Qwen2-MoE), 0: none
+    shared_gate: bool = False  # the shared expert's output scaled by sigmoid(Linear(hidden, 1)) (Qwen2-MoE)
 
     @classmethod
     def of(cls, arch: ModelArch, qk_norm: bool = False) -> "Shapes":
-        if arch.is_moe:
-            raise ValueError(f"{arch.name}: MoE layers are not built by probes.engine_model")
+        cfg = arch.hf_config or {}
+        if arch.is_moe and int(cfg.get("first_k_dense_replace") or 0) or cfg.get("kv_lora_rank"):
+            raise ValueError(f"{arch.name}: a dense prefix and latent attention (DeepSeek) are not built by probes.engine_model")
+        shared = int(cfg.get("shared_expert_intermediate_size") or 0)
         return cls(arch.hidden_size, arch.intermediate_size, arch.num_hidden_layers, arch.num_attention_heads,
                    arch.num_key_value_heads, arch.head_size, arch.vocab_size, arch.attention_bias, qk_norm,
-                   arch.tie_word_embeddings)
+                   arch.tie_word_embeddings, arch.num_local_experts, arch.num_experts_per_tok,
+                   bool(cfg.get("norm_topk_prob", False)), shared, shared > 0 and arch.hf_model_type == "qwen2_moe")
 
 
 class EngineDecoder:
@@ -69,11 +82,25 @@ class EngineDecoder:
             "qkv": w(qkv, s.hidden), "qkv_bias": w(qkv) if s.qkv_bias else None,
             "q_norm": torch.ones(s.head_dim, device=device, dtype=dtype) if s.qk_norm else None,
             "k_norm": torch.ones(s.head_dim, device=device, dtype=dtype) if s.qk_norm else None,
-            "o": w(s.hidden, s.heads * s.head_dim), "gate_up": w(2 * s.inter, s.hidden), "down": w(s.hidden, s.inter),
+            "o": w(s.hidden, s.heads * s.head_dim), **self._mlp_weights(w),
         } for _ in range(s.layers)]
+        self.moe_path = ""  # "grouped_mm" or "loop": how the routed experts ran (set by the first MoE forward)
         self.k_cache: list[Any] = []
         self.v_cache: list[Any] = []
         self.inv_freq = 1.0 / (10000.0 ** (torch.arange(0, s.head_dim, 2, device=device, dtype=torch.float32) / s.head_dim))
+
+    def _mlp_weights(self, w: Any) -> dict[str, Any]:
+        """A dense gate/up + down, or vLLM's fused-MoE layout: every expert's gate/up stacked [E, 2I, H], its down
+        [E, H, I], a router [E, H], and a shared expert (with its gate) where the model has one."""
+        s = self.s
+        if s.experts == 1:
+            return {"gate_up": w(2 * s.inter, s.hidden), "down": w(s.hidden, s.inter)}
+        out = {"router": w(s.experts, s.hidden), "w13": w(s.experts, 2 * s.inter, s.hidden), "w2": w(s.experts, s.hidden, s.inter)}
+        if s.shared_inter:
+            out |= {"shared_gate_up": w(2 * s.shared_inter, s.hidden), "shared_down": w(s.hidden, s.shared_inter)}
+        if s.shared_gate:
+            out["shared_gate"] = w(1, s.hidden)
+        return out
 
     def allocate(self, batch: int, length: int) -> None:
         """A cache of ``length`` positions for ``batch`` sequences (replaces any previous one)."""
@@ -127,11 +154,62 @@ class EngineDecoder:
             x = F.linear(o.transpose(1, 2).reshape(b, t, s.heads * s.head_dim), L["o"]) + residual
             residual = x
             h = F.rms_norm(x, (s.hidden,), L["post_norm"], eps)
-            gate, up = F.linear(h, L["gate_up"]).chunk(2, dim=-1)
-            x = F.linear(F.silu(gate) * up, L["down"]) + residual
+            x = self._mlp(h, L) + residual
             residual = x
         last = F.rms_norm(x[:, -1], (s.hidden,), self.final_norm, eps)
         return F.linear(last, self.lm_head).argmax(-1)
+
+    def _mlp(self, h: Any, L: dict[str, Any]) -> Any:
+        import torch.nn.functional as F
+
+        if self.s.experts == 1:
+            gate, up = F.linear(h, L["gate_up"]).chunk(2, dim=-1)
+            return F.linear(F.silu(gate) * up, L["down"])
+        out = self._experts(h.reshape(-1, self.s.hidden), L).view_as(h)
+        if self.s.shared_inter:
+            gate, up = F.linear(h, L["shared_gate_up"]).chunk(2, dim=-1)
+            shared = F.linear(F.silu(gate) * up, L["shared_down"])
+            if self.s.shared_gate:
+                shared = F.sigmoid(F.linear(h, L["shared_gate"])) * shared
+            out = out + shared
+        return out
+
+    def _experts(self, x: Any, L: dict[str, Any]) -> Any:
+        """vLLM's fused MoE in torch: route, sort the (token, expert) pairs by expert, one grouped GEMM for every
+        expert's gate/up, SiLU-and-multiply, one grouped GEMM for the downs, weight and sum back per token. Static
+        shapes throughout (counts by one-hot, no ``.item()``), so a decode step captures in one CUDA graph; each
+        expert's weights are read once however many tokens it got. Where ``torch._grouped_mm`` does not run, every
+        expert over every token, weighted (correct, not engine-like: ``moe_path`` says "loop", the sweep's notes too)."""
+        import torch
+        import torch.nn.functional as F
+
+        s = self.s
+        probs = F.linear(x, L["router"]).softmax(dim=-1, dtype=torch.float32)
+        weights, ids = probs.topk(s.top_k, dim=-1)
+        if s.norm_topk:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        flat = ids.reshape(-1)
+        order = flat.argsort()
+        token = order // s.top_k  # the token of each sorted (token, expert) pair
+        scale = weights.reshape(-1).index_select(0, order).to(x.dtype)[:, None]
+        if self.moe_path != "loop":
+            try:
+                offs = F.one_hot(flat, s.experts).sum(dim=0).cumsum(dim=0).to(torch.int32)
+                rows = x.index_select(0, token)
+                gate, up = torch._grouped_mm(rows, L["w13"].transpose(-2, -1), offs=offs).chunk(2, dim=-1)
+                y = torch._grouped_mm(F.silu(gate) * up, L["w2"].transpose(-2, -1), offs=offs) * scale
+                self.moe_path = "grouped_mm"
+                return torch.zeros_like(x).index_add_(0, token, y)
+            except (RuntimeError, AttributeError, NotImplementedError):
+                if self.moe_path == "grouped_mm":
+                    raise
+                self.moe_path = "loop"
+        out = torch.zeros_like(x)
+        w = torch.zeros(x.shape[0], s.experts, dtype=x.dtype, device=x.device).scatter_(1, ids, weights.to(x.dtype))
+        for e in range(s.experts):
+            gate, up = F.linear(x, L["w13"][e]).chunk(2, dim=-1)
+            out = out + F.linear(F.silu(gate) * up, L["w2"][e]) * w[:, e:e + 1]
+        return out
 
     def _attend(self, q: Any, kc: Any, vc: Any, start_t: Any, start: Any, t: int, attn: str) -> Any:
         """q [b, H, t, d] over the cache [b, Hkv, L, d] up to position start + t - 1 (all of it in decode)."""

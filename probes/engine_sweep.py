@@ -2,7 +2,7 @@
 
 vLLM cannot be installed on the GPU machines, so this builds vLLM's decoder structure in plain torch from a
 model's shapes with random weights (``probes.engine_model``: fused QKV and gate/up GEMMs, RMSNorm, RoPE, q/k
-norms for Qwen3-type models, attention over the grouped K/V heads as stored: SDPA ``enable_gqa=True`` on
+norms for Qwen3-type models, MoE as vLLM's fused MoE (grouped GEMMs over the experts; a shared expert), attention over the grouped K/V heads as stored: SDPA ``enable_gqa=True`` on
 FlashAttention, or a batched GEMM per KV head where that does not run; the notes say which). Per
 point (batch B, KV length P; the case's ``prompt_len`` = ``kv_len`` = P):
 
@@ -159,6 +159,14 @@ def needed_gib(arch: ModelArch, B: int, P: int) -> float:
     return (param_counts(arch).total * 2.0 + kv) / 2**30
 
 
+def point_case(args: argparse.Namespace, arch_arg: Any, name: str, B: int, P: int) -> dict[str, Any]:
+    """The contract case of one point: what a row records, and what ``--cases-only`` prints for predictions stored
+    before a run."""
+    return {"id": f"{args.tag}-engine-{name}-b{B}-p{P}", "hardware": args.hardware, "model": arch_arg, "task": "serve",
+            "batch_size": B, "prompt_len": P, "kv_len": P, "weight_bits": 16, "kv_bits": 16, "weight_format": "bf16",
+            "tensor_parallel": 1, "replicas": 1, "engine": "vllm"}
+
+
 def parse_model(text: str) -> Any:
     return json.loads(text) if text.strip().startswith("{") else text
 
@@ -178,7 +186,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ap.add_argument("--tag", default="engine")
     ap.add_argument("--dataset", default="own")
+    ap.add_argument("--cases-only", action="store_true",
+                    help="print every point's case as a JSON line, without the engine field (as a user gives it: "
+                         "`advisor predict --cases` of it stores the predictions before a run), and run nothing")
     args = ap.parse_args(argv)
+    if args.cases_only:
+        for text in args.model:
+            arch_arg = parse_model(text)
+            name = resolve_arch(arch_arg).name
+            for P in (int(x) for x in args.kv.split(",")):
+                for B in sorted(int(x) for x in args.batches.split(",")):
+                    print(json.dumps({k: v for k, v in point_case(args, arch_arg, name, B, P).items() if k != "engine"}))
+        return 0
     import torch
 
     begin = time.monotonic()
@@ -211,10 +230,11 @@ def main(argv: list[str] | None = None) -> int:
                 m, notes = point.run(B, P)
                 if m.oom:
                     out_of_memory[P] = B  # a larger batch at this length needs more memory still
-                case = {"id": f"{args.tag}-engine-{arch.name}-b{B}-p{P}", "hardware": args.hardware, "model": arch_arg,
-                        "task": "serve", "batch_size": B, "prompt_len": P, "kv_len": P, "weight_bits": 16, "kv_bits": 16,
-                        "weight_format": "bf16", "tensor_parallel": 1, "replicas": 1, "engine": "vllm"}
+                case = point_case(args, arch_arg, arch.name, B, P)
                 extra = f"runtime={RUNTIME}; chunk_tokens={args.chunk}; attention={attn}" + ("; qk_norm" if qk else "")
+                if dec.s.experts > 1:  # how the routed experts ran: grouped GEMMs (vLLM's fused MoE) or the fallback
+                    extra += f"; moe={dec.moe_path} ({dec.s.experts} experts, top {dec.s.top_k}" + (
+                        f", shared expert {dec.s.shared_inter}" if dec.s.shared_inter else "") + ")"
                 row = Measurement(dataset=args.dataset, source="probes.engine_sweep", case=case, measured=m,
                                   environment=env, notes=f"{extra}; {notes}" if notes else extra)
                 with open(args.out, "a") as f:

@@ -3,6 +3,8 @@ measures (probes.engine_model) counted call by call on CPU, and that count is wh
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections import Counter
 
 import pytest
@@ -11,15 +13,15 @@ from torch.overrides import TorchFunctionMode
 
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import Efficiencies
-from knowledge.engines import ENGINE_LAYER_KERNELS, ENGINES, QK_NORM_KERNELS
+from knowledge.engines import ENGINE_LAYER_KERNELS, ENGINES, QK_NORM_KERNELS, QK_NORM_TYPES
 from knowledge.schema import ModelArch
 from models.calibration import from_fit
 from models.serve_setup import make_setup
-from models.serving import KERNELS_HEAD, kernels_per_pass, pass_time
+from models.serving import KERNELS_HEAD, fused_moe_kernels, kernels_per_pass, pass_time
 from probes.engine_model import EngineDecoder, Shapes
 
 # calls that launch no kernel (views, metadata); a reshape launches a copy only when its input is not contiguous
-NO_KERNEL = {"view", "transpose", "split", "expand", "__getitem__", "chunk", "size", "dim", "__get__", "is_tensor",
+NO_KERNEL = {"view", "view_as", "transpose", "split", "expand", "__getitem__", "chunk", "size", "dim", "__get__", "is_tensor",
              "unsqueeze", "item", "__index__", "__int__", "__bool__", "__format__", "__iter__", "__hash__", "__len__"}
 TOY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}
 
@@ -38,9 +40,10 @@ class _Kernels(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def _decode_calls(layers: int, qk_norm: bool) -> Counter:
+def _decode_calls(layers: int, qk_norm: bool, shapes: Shapes | None = None) -> Counter:
     arch = ModelArch(name="toy", num_hidden_layers=layers, **TOY)
-    dec = EngineDecoder(Shapes.of(arch, qk_norm=qk_norm), torch.device("cpu"), torch.float32)
+    shapes = Shapes.of(arch, qk_norm=qk_norm) if shapes is None else dataclasses.replace(shapes, layers=layers)
+    dec = EngineDecoder(shapes, torch.device("cpu"), torch.float32)
     dec.allocate(2, 9)
     with _Kernels() as k:
         dec.forward(torch.zeros(2, 1, dtype=torch.long), torch.tensor([8]))
@@ -77,3 +80,26 @@ def test_the_floor_is_what_a_small_decode_step_adds_per_layer():
     p33 = pass_time(make_setup(deeper, platform, cal), 1, 1, 512, decode=True)
     assert p33.floor_s - p32.floor_s == pytest.approx(ENGINE_LAYER_KERNELS * cal.eff.graph_kernel_s)
     assert p32.small_kernels_s == p32.floor_s  # at batch 1 the floor, not the elementwise bytes, rules
+
+
+@pytest.mark.parametrize("config", ["olmoe-1b-7b", "qwen1.5-moe-a2.7b"])
+def test_an_moe_layer_charges_what_the_fused_moe_layer_launches(config, tmp_path):
+    """vLLM's fused MoE as the engine-style layer builds it (one grouped GEMM for all experts' gate/up, one for the
+    downs; a shared expert with its sigmoid gate in Qwen2-MoE): its kernels per layer are what serving charges, a
+    constant however many experts a batch hits (a per-expert loop would launch 8 per expert)."""
+    cfg = json.loads(open(f"knowledge/data/configs/{config}.json").read())
+    cfg.update(hidden_size=64, intermediate_size=32, moe_intermediate_size=32, num_attention_heads=4,
+               num_key_value_heads=4, vocab_size=100, num_experts=8, num_experts_per_tok=2, num_hidden_layers=2)
+    if "shared_expert_intermediate_size" in cfg:
+        cfg["shared_expert_intermediate_size"] = 48
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    arch = resolve_model(str(tmp_path / "config.json"))
+    qk = arch.hf_model_type in QK_NORM_TYPES
+    shapes = Shapes.of(arch, qk_norm=qk)
+    per_layer = _decode_calls(2, qk, shapes) - _decode_calls(1, qk, shapes)
+    assert per_layer["_grouped_mm"] == 2
+    expected = ENGINE_LAYER_KERNELS + (QK_NORM_KERNELS if qk else 0) + fused_moe_kernels(arch)
+    assert sum(per_layer.values()) == expected
+    platform = resolve_platform("h100x1")
+    s = make_setup(arch, platform, from_fit(platform, Efficiencies()))
+    assert kernels_per_pass(s, 1) == kernels_per_pass(s, 512) == expected * arch.num_hidden_layers + KERNELS_HEAD
