@@ -33,7 +33,8 @@ QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2", "olmoe")  # model types whose at
 # MLP's 4 kernels (gate/up GEMM, SiLU, multiply, down GEMM) become the router GEMM, softmax, top-k, the sort of the
 # (token, expert) pairs and their tokens, the gathers of rows and weights, the per-expert row counts (one-hot, sum,
 # cumulative sum, cast), one grouped GEMM for every expert's gate/up, SiLU and multiply, one grouped GEMM for the downs,
-# the routing weights' product and cast, and the scatter-add back per token: a constant, however many experts are hit
+# back to token order (a sort and a gather, where vLLM's GEMM writes there), the routing weights' cast and product and
+# the sum over the top k (vLLM's moe_sum): a constant, however many experts are hit
 DENSE_MLP_KERNELS = 4
 FUSED_MOE_KERNELS = 19
 NORM_TOPK_KERNELS = 2  # renormalised top-k weights (norm_topk_prob): a sum and a division

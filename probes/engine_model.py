@@ -176,7 +176,7 @@ class EngineDecoder:
 
     def _experts(self, x: Any, L: dict[str, Any]) -> Any:
         """vLLM's fused MoE in torch: route, sort the (token, expert) pairs by expert, one grouped GEMM for every
-        expert's gate/up, SiLU-and-multiply, one grouped GEMM for the downs, weight and sum back per token. Static
+        expert's gate/up, SiLU-and-multiply, one grouped GEMM for the downs, back to token order, weighted sum. Static
         shapes throughout (counts by one-hot, no ``.item()``), so a decode step captures in one CUDA graph; each
         expert's weights are read once however many tokens it got. Where ``torch._grouped_mm`` does not run, every
         expert over every token, weighted (correct, not engine-like: ``moe_path`` says "loop", the sweep's notes too)."""
@@ -190,16 +190,17 @@ class EngineDecoder:
             weights = weights / weights.sum(dim=-1, keepdim=True)
         flat = ids.reshape(-1)
         order = flat.argsort()
-        token = order // s.top_k  # the token of each sorted (token, expert) pair
-        scale = weights.reshape(-1).index_select(0, order).to(x.dtype)[:, None]
         if self.moe_path != "loop":
             try:
                 offs = F.one_hot(flat, s.experts).sum(dim=0).cumsum(dim=0).to(torch.int32)
-                rows = x.index_select(0, token)
+                rows = x.index_select(0, order // s.top_k)  # each sorted (token, expert) pair's token
                 gate, up = torch._grouped_mm(rows, L["w13"].transpose(-2, -1), offs=offs).chunk(2, dim=-1)
-                y = torch._grouped_mm(F.silu(gate) * up, L["w2"].transpose(-2, -1), offs=offs) * scale
+                y = torch._grouped_mm(F.silu(gate) * up, L["w2"].transpose(-2, -1), offs=offs)
                 self.moe_path = "grouped_mm"
-                return torch.zeros_like(x).index_add_(0, token, y)
+                # back to [token, k] order (vLLM's second GEMM writes there), then the weighted sum over k (its
+                # moe_sum): a gather and a reduction, no atomic scatter-add
+                y = y.index_select(0, order.argsort()).view(x.shape[0], s.top_k, -1)
+                return (y * weights.to(x.dtype)[..., None]).sum(dim=1)
             except (RuntimeError, AttributeError, NotImplementedError):
                 if self.moe_path == "grouped_mm":
                     raise

@@ -1,0 +1,88 @@
+"""Engine-style serving of the families outside the catalog, predicted before the runs, against what they measured.
+
+Each call on a lent GPU first stored ``advisor predict --json`` of its cases as a user gives them (a config.json, no
+``engine`` field: vLLM), with the code and fit of that moment (``knowledge/measurements/own/logs/<gpu>-engine-families-
+predictions-<date>.jsonl``, one line per case id), then ran ``probes.engine_sweep`` over the same models, batches and KV lengths
+(``knowledge/measurements/own/<gpu>-engine-families-<date>.jsonl``: vLLM's decoder structure in torch, fused MoE by
+grouped GEMMs, CUDA-graph decode, prefill in chunks of 8,192 tokens). Prints decode-step and prefill errors per family
+and GPU with n, the signed mean (+ = predicted slower than measured) and the worst case, then today's code on the same
+rows.
+
+    python tests/benchmarks/engine_families.py > tests/benchmarks/engine_families.out.txt
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+OWN = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own"
+FIELDS = ("decode_step_s", "prefill_s")
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def family(case: dict) -> str:
+    model = case["model"]
+    return Path(model).stem if isinstance(model, str) else model.get("name", "inline")
+
+
+def line(label: str, errs: list[float]) -> str:
+    if not errs:
+        return f"  {label:34s} n=0"
+    return (f"  {label:34s} MAPE {statistics.fmean(map(abs, errs)):6.1%}  signed {statistics.fmean(errs):+6.1%}  "
+            f"worst {max(errs, key=abs):+6.1%}  n={len(errs)}")
+
+
+def report(label: str, pairs: list[tuple[dict, dict, dict]]) -> None:
+    """``pairs``: (case, prediction, measured)."""
+    print(f"== {label}")
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for case, p, m in pairs:
+        for f in FIELDS:
+            if m.get(f) and p.get(f):
+                by[(f, family(case))].append(p[f] / m[f] - 1)
+                by[(f, f"all, {case['hardware']}")].append(p[f] / m[f] - 1)
+                by[(f, "all")].append(p[f] / m[f] - 1)
+    for f in FIELDS:
+        print(f" {f}")
+        for (ff, name), errs in sorted(by.items()):
+            if ff == f:
+                print(line(name, errs))
+
+
+def main() -> None:
+    from advisor.cases import check_plausible
+    from advisor.predictor import Predictor
+    from knowledge.schema import ServeCase
+
+    stored, today = [], []
+    predictor = Predictor()
+    for runs in sorted(OWN.glob("*-engine-families-*.jsonl")):
+        preds = OWN / "logs" / re.sub(r"-(\d{4}-\d\d-\d\d)\.jsonl$", r"-predictions-\1.jsonl", runs.name)
+        before = {p["id"]: p for p in lines(preds)}
+        for row in lines(runs):
+            m, case = row["measured"], row["case"]
+            if m.get("error") or m.get("oom"):
+                print(f"not scored: {family(case)} b{case['batch_size']} p{case['prompt_len']} {case['hardware']}: "
+                      f"{m.get('failure')} {str(m.get('error'))[:80]}")
+                continue
+            if "error" in before[case["id"]]:  # refused as advisor predict refuses it (beyond the model's context)
+                print(f"not scored: {family(case)} b{case['batch_size']} p{case['prompt_len']} {case['hardware']}: "
+                      f"ran, but advisor predict refuses it: {before[case['id']]['error']}")
+                continue
+            user = ServeCase.model_validate({k: v for k, v in case.items() if k != "engine"})  # no engine field
+            check_plausible(user)
+            stored.append((case, before[case["id"]], m))
+            today.append((case, predictor.predict(user).model_dump(), m))
+    report("stored before the runs", stored)
+    report("code of today", today)
+
+
+if __name__ == "__main__":
+    main()
