@@ -237,7 +237,7 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
     fields.setdefault("num_key_value_heads", cfg.get("num_attention_heads"))
     if "model_type" in cfg:
         fields["hf_model_type"] = str(cfg["model_type"])
-        fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] == "qwen2"))
+        fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] in ("qwen2", "qwen2_moe")))  # q/k/v biases
         fields["hf_config"] = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
     if fields.get("num_experts_per_tok") and not fields.get("num_local_experts"):
         fields.pop("num_experts_per_tok")  # a dense model that names a default

@@ -29,6 +29,12 @@ ROPE_KERNELS = 13
 ENGINE_LAYER_KERNELS = 2 + 4 + 2 * ROPE_KERNELS + 2 + 1 + 2 + 2  # = 39
 QK_NORM_KERNELS = 2  # Qwen3 / OLMo-2 normalise q and k per head: one RMSNorm kernel each
 QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2", "olmoe")  # model types whose attention normalises q and k
+# Layers that differ from Llama's in kernel count (transformers' modeling files; the engine-style layer builds the same,
+# counted by tests/test_engine_kernels.py): a plain MLP (fc -> activation -> proj, StarCoder2, GPT-NeoX) has no gate
+# product, one kernel fewer; Gemma-2/3 normalise the attention's and the MLP's outputs too, two RMSNorms more
+PLAIN_MLP_TYPES = ("starcoder2", "gpt_neox", "gpt2", "gpt_bigcode", "gptj", "phi", "falcon", "bloom", "opt")
+POST_NORM_TYPES = ("gemma2", "gemma3_text", "gemma3")
+POST_NORM_KERNELS = 2
 # An MoE layer's MLP as vLLM's fused MoE runs it, counted in ``probes.engine_model`` like the layer above: the dense
 # MLP's 4 kernels (gate/up GEMM, SiLU, multiply, down GEMM) become the router GEMM, softmax, top-k, the sort of the
 # (token, expert) pairs and their tokens, the gathers of rows and weights, the per-expert row counts (one-hot, sum,

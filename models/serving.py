@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.engines import (
-    DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, NORM_TOPK_KERNELS, QK_NORM_KERNELS, QK_NORM_TYPES,
-    SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
+    DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, NORM_TOPK_KERNELS, PLAIN_MLP_TYPES, POST_NORM_KERNELS,
+    POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
 )
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
@@ -200,12 +200,24 @@ def fused_moe_kernels(a: ModelArch) -> int:
             + SHARED_EXPERT_KERNELS * shared + SHARED_GATE_KERNELS * (shared and a.hf_model_type == "qwen2_moe"))
 
 
+def structure_kernels(a: ModelArch) -> int:
+    """An engine layer's kernels beyond Llama's for the family's own structure: a plain MLP's missing gate product,
+    Gemma's output norms (``knowledge.engines``)."""
+    return -1 * (a.hf_model_type in PLAIN_MLP_TYPES) + POST_NORM_KERNELS * (a.hf_model_type in POST_NORM_TYPES)
+
+
+def engine_layer_kernels(a: ModelArch, base: int) -> int:
+    """One decoder layer's decode kernels in an engine whose Llama layer launches ``base``: the family's q/k norms,
+    its fused MoE, its structure."""
+    return base + qk_norm_kernels(a) + fused_moe_kernels(a) + structure_kernels(a)
+
+
 def kernels_per_pass(s: ServeSetup, tokens: float) -> float:
     """Kernels of one forward: the layer's own, quantize steps, the routed experts (an engine's fused MoE; the
     transformers runtime's loop over the experts hit), all-reduces, the head."""
     a = s.arch
     if s.engine_style:
-        layer = s.engine.kernels_per_layer + qk_norm_kernels(a) + fused_moe_kernels(a)
+        layer = engine_layer_kernels(a, s.engine.kernels_per_layer)
     else:
         layer = KERNELS_PER_LAYER_FWD
         if a.is_moe:

@@ -21,6 +21,7 @@ each, not one fused kernel; decode replays them from one CUDA graph, where a ker
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -47,17 +48,53 @@ class Shapes:
     norm_topk: bool = False  # renormalise the top-k routing weights (the config's norm_topk_prob)
     shared_inter: int = 0  # a shared expert beside the routed ones (Qwen2-MoE), 0: none
     shared_gate: bool = False  # the shared expert's output scaled by sigmoid(Linear(hidden, 1)) (Qwen2-MoE)
+    layer_norm: bool = False  # LayerNorm with a bias (StarCoder2) instead of RMSNorm
+    gated: bool = True  # gate/up -> act(gate) * up -> down; False: fc -> act -> proj (StarCoder2)
+    gelu: bool = False  # GELU (tanh) instead of SiLU
+    linear_bias: bool = False  # biases on the output projection and the MLP (StarCoder2's use_bias)
+    post_norms: bool = False  # Gemma-2: the attention's and the MLP's outputs normalised before the residual add
+    windows: tuple[int | None, ...] = ()  # per layer, the sliding window a decode step reads (empty: none)
+    embed_scale: bool = False  # Gemma: embeddings times sqrt(hidden)
+    final_softcap: float = 0.0  # Gemma-2: logits = cap * tanh(logits / cap)
 
     @classmethod
     def of(cls, arch: ModelArch, qk_norm: bool = False) -> "Shapes":
         cfg = arch.hf_config or {}
         if arch.is_moe and int(cfg.get("first_k_dense_replace") or 0) or cfg.get("kv_lora_rank"):
             raise ValueError(f"{arch.name}: a dense prefix and latent attention (DeepSeek) are not built by probes.engine_model")
+        if arch.hf_model_type not in ENGINE_TYPES:
+            raise ValueError(f"{arch.name}: model_type {arch.hf_model_type!r} is not built by probes.engine_model "
+                             f"(built: {', '.join(sorted(ENGINE_TYPES))})")
         shared = int(cfg.get("shared_expert_intermediate_size") or 0)
-        return cls(arch.hidden_size, arch.intermediate_size, arch.num_hidden_layers, arch.num_attention_heads,
+        base = cls(arch.hidden_size, arch.intermediate_size, arch.num_hidden_layers, arch.num_attention_heads,
                    arch.num_key_value_heads, arch.head_size, arch.vocab_size, arch.attention_bias, qk_norm,
                    arch.tie_word_embeddings, arch.num_local_experts, arch.num_experts_per_tok,
                    bool(cfg.get("norm_topk_prob", False)), shared, shared > 0 and arch.hf_model_type == "qwen2_moe")
+        return dataclasses.replace(base, **_family(arch))
+
+
+# the families this layer builds: Llama's structure (and Qwen2/3, Mistral, Phi-3's fused projections, Granite, OLMo-2's
+# q/k norms, the MoE ones) and, through ``_family``, StarCoder2's and Gemma-2's
+ENGINE_TYPES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "olmoe", "olmo2", "phi3",
+                          "granite", "starcoder2", "gemma2"})
+
+
+def _family(arch: ModelArch) -> dict[str, Any]:
+    """What a family's layer does beyond Llama's, read from its config as transformers fills it in."""
+    if arch.hf_model_type not in ("starcoder2", "gemma2"):
+        return {}
+    from probes.hf_model import config_from_dict
+
+    cfg = config_from_dict(arch.hf_config or {})
+    window = getattr(cfg, "sliding_window", None)
+    types = list(getattr(cfg, "layer_types", None) or [])
+    windows = tuple(window if window and (not types or "sliding" in str(types[i])) else None
+                    for i in range(arch.num_hidden_layers)) if window else ()
+    if arch.hf_model_type == "starcoder2":
+        return {"layer_norm": True, "gated": False, "gelu": True, "linear_bias": bool(cfg.use_bias),
+                "qkv_bias": bool(cfg.use_bias), "windows": windows}
+    return {"gelu": True, "post_norms": True, "windows": windows, "embed_scale": True,
+            "final_softcap": float(getattr(cfg, "final_logit_softcapping", 0.0) or 0.0)}
 
 
 class EngineDecoder:
@@ -73,16 +110,19 @@ class EngineDecoder:
             return torch.empty(*shape, device=device, dtype=dtype).normal_(0.0, 0.02, generator=g)
 
         qkv = (s.heads + 2 * s.kv_heads) * s.head_dim
+        ones = lambda n: torch.ones(n, device=device, dtype=dtype)  # noqa: E731
         self.embed = w(s.vocab, s.hidden)
         self.lm_head = self.embed if s.tied else w(s.vocab, s.hidden)
-        self.final_norm = torch.ones(s.hidden, device=device, dtype=dtype)
+        self.final_norm, self.final_norm_b = ones(s.hidden), (w(s.hidden) if s.layer_norm else None)
         self.layers = [{
-            "in_norm": torch.ones(s.hidden, device=device, dtype=dtype),
-            "post_norm": torch.ones(s.hidden, device=device, dtype=dtype),
+            "in_norm": ones(s.hidden), "in_norm_b": w(s.hidden) if s.layer_norm else None,
+            "post_norm": ones(s.hidden), "post_norm_b": w(s.hidden) if s.layer_norm else None,
+            "attn_out_norm": ones(s.hidden) if s.post_norms else None,
+            "mlp_out_norm": ones(s.hidden) if s.post_norms else None,
             "qkv": w(qkv, s.hidden), "qkv_bias": w(qkv) if s.qkv_bias else None,
-            "q_norm": torch.ones(s.head_dim, device=device, dtype=dtype) if s.qk_norm else None,
-            "k_norm": torch.ones(s.head_dim, device=device, dtype=dtype) if s.qk_norm else None,
-            "o": w(s.hidden, s.heads * s.head_dim), **self._mlp_weights(w),
+            "q_norm": ones(s.head_dim) if s.qk_norm else None, "k_norm": ones(s.head_dim) if s.qk_norm else None,
+            "o": w(s.hidden, s.heads * s.head_dim), "o_bias": w(s.hidden) if s.linear_bias else None,
+            **self._mlp_weights(w),
         } for _ in range(s.layers)]
         self.moe_path = ""  # "grouped_mm" or "loop": how the routed experts ran (set by the first MoE forward)
         self.k_cache: list[Any] = []
@@ -93,6 +133,9 @@ class EngineDecoder:
         """A dense gate/up + down, or vLLM's fused-MoE layout: every expert's gate/up stacked [E, 2I, H], its down
         [E, H, I], a router [E, H], and a shared expert (with its gate) where the model has one."""
         s = self.s
+        if s.experts == 1 and not s.gated:
+            return {"fc": w(s.inter, s.hidden), "fc_bias": w(s.inter) if s.linear_bias else None,
+                    "proj": w(s.hidden, s.inter), "proj_bias": w(s.hidden) if s.linear_bias else None}
         if s.experts == 1:
             return {"gate_up": w(2 * s.inter, s.hidden), "down": w(s.hidden, s.inter)}
         out = {"router": w(s.experts, s.hidden), "w13": w(s.experts, 2 * s.inter, s.hidden), "w2": w(s.experts, s.hidden, s.inter)}
@@ -134,10 +177,12 @@ class EngineDecoder:
         pos = start_t + torch.arange(t, device=self.device)  # [t]
         positions = pos.expand(b, t)
         x = F.embedding(ids, self.embed)
+        if s.embed_scale:
+            x = x * math.sqrt(s.hidden)
         residual = x
         eps = 1e-6
         for i, L in enumerate(self.layers):
-            h = F.rms_norm(x, (s.hidden,), L["in_norm"], eps)
+            h = self._norm(x, L["in_norm"], L["in_norm_b"])
             qkv = F.linear(h, L["qkv"], L["qkv_bias"])
             q, k, v = qkv.split([s.heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim], dim=-1)
             q = q.view(b, t, s.heads, s.head_dim).transpose(1, 2)
@@ -150,21 +195,36 @@ class EngineDecoder:
             kc, vc = self.k_cache[i][rows], self.v_cache[i][rows]
             kc.index_copy_(2, pos, k)
             vc.index_copy_(2, pos, v)
-            o = self._attend(q, kc, vc, start_t, start, t, attn)
-            x = F.linear(o.transpose(1, 2).reshape(b, t, s.heads * s.head_dim), L["o"]) + residual
+            o = self._attend(q, kc, vc, start_t, start, t, attn, s.windows[i] if s.windows else None)
+            a = F.linear(o.transpose(1, 2).reshape(b, t, s.heads * s.head_dim), L["o"], L["o_bias"])
+            x = (self._norm(a, L["attn_out_norm"]) if s.post_norms else a) + residual
             residual = x
-            h = F.rms_norm(x, (s.hidden,), L["post_norm"], eps)
-            x = self._mlp(h, L) + residual
+            h = self._norm(x, L["post_norm"], L["post_norm_b"])
+            m = self._mlp(h, L)
+            x = (self._norm(m, L["mlp_out_norm"]) if s.post_norms else m) + residual
             residual = x
-        last = F.rms_norm(x[:, -1], (s.hidden,), self.final_norm, eps)
-        return F.linear(last, self.lm_head).argmax(-1)
+        logits = F.linear(self._norm(x[:, -1], self.final_norm, self.final_norm_b), self.lm_head)
+        if s.final_softcap:
+            logits = torch.tanh(logits / s.final_softcap) * s.final_softcap
+        return logits.argmax(-1)
+
+    def _norm(self, x: Any, weight: Any, bias: Any = None) -> Any:
+        """The family's norm, one kernel: RMSNorm, or LayerNorm with its bias (Gemma's 1 + w is in the weight)."""
+        import torch.nn.functional as F
+
+        if self.s.layer_norm:
+            return F.layer_norm(x, (self.s.hidden,), weight, bias, 1e-5)
+        return F.rms_norm(x, (self.s.hidden,), weight, 1e-6)
 
     def _mlp(self, h: Any, L: dict[str, Any]) -> Any:
         import torch.nn.functional as F
 
+        act = (lambda v: F.gelu(v, approximate="tanh")) if self.s.gelu else F.silu
+        if self.s.experts == 1 and not self.s.gated:
+            return F.linear(act(F.linear(h, L["fc"], L["fc_bias"])), L["proj"], L["proj_bias"])
         if self.s.experts == 1:
             gate, up = F.linear(h, L["gate_up"]).chunk(2, dim=-1)
-            return F.linear(F.silu(gate) * up, L["down"])
+            return F.linear(act(gate) * up, L["down"])
         out = self._experts(h.reshape(-1, self.s.hidden), L).view_as(h)
         if self.s.shared_inter:
             gate, up = F.linear(h, L["shared_gate_up"]).chunk(2, dim=-1)
@@ -212,13 +272,18 @@ class EngineDecoder:
             out = out + F.linear(F.silu(gate) * up, L["w2"][e]) * w[:, e:e + 1]
         return out
 
-    def _attend(self, q: Any, kc: Any, vc: Any, start_t: Any, start: Any, t: int, attn: str) -> Any:
-        """q [b, H, t, d] over the cache [b, Hkv, L, d] up to position start + t - 1 (all of it in decode)."""
+    def _attend(self, q: Any, kc: Any, vc: Any, start_t: Any, start: Any, t: int, attn: str,
+                window: int | None = None) -> Any:
+        """q [b, H, t, d] over the cache [b, Hkv, L, d] up to position start + t - 1 (all of it in decode; a sliding
+        ``window`` reads its last ``window`` positions only, as a paged engine reads only those blocks). A prefill
+        chunk attends causally over all it sees: the window is not applied there (nor in the prediction's prefill)."""
         import torch
         import torch.nn.functional as F
 
         if t == 1:  # decode: the cache holds exactly the positions attended (sized kv_len + 1)
             keys, values, mask = kc, vc, None
+            if window and kc.shape[2] > window:
+                keys, values = kc[:, :, -window:], vc[:, :, -window:]
         else:
             first = int(start) if not torch.is_tensor(start) else int(start.item())
             keys, values = kc[:, :, : first + t], vc[:, :, : first + t]
