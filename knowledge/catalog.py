@@ -265,7 +265,8 @@ def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
         values, split = 2 * heads * head_dim, True
     window = getattr(conf, "sliding_window", None)
     types = list(getattr(conf, "layer_types", None) or [])[:layers]
-    sliding = sum(1 for t in types if "sliding" in str(t)) if types else (layers if cfg["model_type"] == "phi3" else 0)
+    # without layer_types a window applies to every layer (transformers' Mistral, Phi-3, StarCoder2 attention)
+    sliding = sum(1 for t in types if "sliding" in str(t)) if types else layers
     if not isinstance(window, int) or window <= 0:
         sliding = 0
     groups = [{"layers": layers - sliding, "window": None, "values_per_token": values, "split_by_tp": split}]
