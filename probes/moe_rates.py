@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 SHAPES = {  # name: (experts, top-k, hidden, expert width)
     "olmoe-1b-7b": (64, 8, 2048, 1024),
@@ -23,26 +22,14 @@ SHAPES = {  # name: (experts, top-k, hidden, expert width)
 TOKENS = (1024, 4096, 8192)
 
 
-def _time_s(fn, repeats: int = 20) -> float:
-    import torch
-
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return statistics.median(times)
-
-
 def main(argv: list[str] | None = None) -> int:
     import torch
 
     from probes.engine_model import EngineDecoder, Shapes
+    from probes.engine_sweep import timed_s
+
+    def _time_s(fn):
+        return timed_s(fn, True, 20, 3)
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
