@@ -42,7 +42,7 @@ def serving_layout(arch: ModelArch, cache: dict[str, Any] | None = None, traces:
     cache = {} if cache is None else cache
     key = json.dumps(arch.hf_config, sort_keys=True, default=str)
     if key not in cache:
-        cache[key] = kv_groups(arch.hf_config)
+        cache[key] = traces.kv_groups(arch) if traces is not None else kv_groups(arch.hf_config)
     groups = cache[key]
     update: dict[str, Any] = {"kv_groups": [KVGroup(**g) for g in groups]} if groups else {}
     trace = traces.forward_trace(arch) if traces is not None else None

@@ -27,6 +27,7 @@ BUNDLED_TRACES = BUNDLED / "data" / "traces"
 HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
 WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not a variant)
 LORA_DEFAULT = "_lora_default_targets"  # and for the LoRA targets a case that names none gets (None: the schema's)
+KV_GROUPS = "_kv_groups"  # and for its KV cache's layout (knowledge.catalog.kv_groups; None: every layer, every KV head)
 USUAL_LORA_TARGETS = TrainCase.model_fields["lora_targets"].default
 # the variant serving reads projections from: a full bf16 step with SDPA, as DeepSpeed runs it (bundled for the catalog)
 SERVING_VARIANT = TraceVariant(trains="all", attention="sdpa", autocast=False)
@@ -83,6 +84,7 @@ class TraceBook:
         self._files: dict[Path, dict[str, Any]] = {}
         self._windows: dict[str, int | None] = {}
         self._lora: dict[str, list[str] | None] = {}
+        self._kv: dict[str, list[dict[str, Any]] | None] = {}
         self._versions: dict[str, str | None] | None = None
         self.on_trace = on_trace  # told before a trace runs (a progress line for the CLI)
 
@@ -132,6 +134,22 @@ class TraceBook:
 
                 self._lora[h] = default_lora_targets(config, list(USUAL_LORA_TARGETS))
         return self._lora[h]
+
+    def kv_groups(self, arch: ModelArch) -> list[dict[str, Any]] | None:
+        """The KV cache's layout of ``arch``'s config (``knowledge.catalog.kv_groups``: sliding windows, latent KV), kept
+        beside its traces: a cached model needs no import of transformers (5 s on two cores)."""
+        config, h, files = self._config(arch)
+        if h not in self._kv:
+            known = [self._file(p)[KV_GROUPS] for p in files if KV_GROUPS in self._file(p)]
+            if known:
+                self._kv[h] = known[0]
+            else:
+                from knowledge.catalog import kv_groups
+
+                self._kv[h] = kv_groups(arch.hf_config or config)
+                remember(files[1], KV_GROUPS, self._kv[h])
+                self._files.pop(files[1], None)
+        return self._kv[h]
 
     def with_default_lora_targets(self, arch: ModelArch, case: TrainCase) -> TrainCase:
         """``case`` with the model's own default LoRA targets where it names none and lacks the usual ones."""
@@ -245,6 +263,16 @@ def run_trace(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         raise
     except ImportError as e:
         raise AdvisorError(f"tracing needs torch, transformers and peft: {e}") from None
+
+
+def remember(path: Path, key: str, value: Any) -> None:
+    """Set one entry of a config's trace file (a fact about the config, not a variant), atomically."""
+    from knowledge.store import atomic_write_json
+
+    data = _read(path) if path.is_file() else {}
+    data[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, data)
 
 
 def save(path: Path, trace: ArchTrace, window: int | None = None, lora_default: list[str] | None = None) -> None:

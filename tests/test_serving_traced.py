@@ -60,3 +60,25 @@ def test_prediction_memory_follows_the_traced_weights(predictor):
                      prompt_len=512)
     p = predictor.predict(case)
     assert p.breakdown.weights_gib == pytest.approx(2.0 * 3_030_371_328 / GiB, rel=0.01)
+
+
+def test_the_kv_layout_is_kept_beside_the_traces(tmp_path, monkeypatch):
+    """A config's KV layout is read through transformers once, then kept in its trace file under ADVISOR_HOME: the next
+    process needs no import of transformers for it (5 s on two cores); the bundled configs carry theirs."""
+    import json
+
+    import knowledge.catalog
+    from advisor.traces import KV_GROUPS, TraceBook
+
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
+    cfg = json.loads(open(CONFIGS + "starcoder2-3b.json").read()) | {"vocab_size": 49150}  # not bundled
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    arch = resolve_model(str(tmp_path / "c.json"))
+    want = knowledge.catalog.kv_groups(arch.hf_config)
+    assert want and want[0]["window"] == 4096
+    assert TraceBook().kv_groups(arch) == want
+    monkeypatch.setattr(knowledge.catalog, "kv_groups", lambda cfg: pytest.fail("read again"))
+    assert TraceBook().kv_groups(arch) == want
+    assert TraceBook().kv_groups(resolve_model(CONFIGS + "gemma-2-9b.json"))[1]["window"] == 4096  # bundled
+    files = list((tmp_path / "traces").glob("*.json"))
+    assert len(files) == 1 and KV_GROUPS in json.loads(files[0].read_text())
