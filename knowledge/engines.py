@@ -44,6 +44,8 @@ POST_NORM_KERNELS = 2
 DENSE_MLP_KERNELS = 4
 FUSED_MOE_KERNELS = 19
 NORM_TOPK_KERNELS = 2  # renormalised top-k weights (norm_topk_prob): a sum and a division
+# families whose code renormalises the top-k weights whatever the config says (Mixtral's block; vLLM's renormalize=True)
+ALWAYS_RENORMALISE_TYPES = ("mixtral",)
 SHARED_EXPERT_KERNELS = 5  # a shared expert beside the routed ones: gate/up GEMM, SiLU, multiply, down GEMM, the add
 SHARED_GATE_KERNELS = 3  # its sigmoid gate (Qwen2-MoE): a GEMV, the sigmoid, the product
 

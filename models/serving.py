@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.engines import (
-    DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, NORM_TOPK_KERNELS, PLAIN_MLP_TYPES, POST_NORM_KERNELS,
-    POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
+    ALWAYS_RENORMALISE_TYPES, DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, NORM_TOPK_KERNELS,
+    PLAIN_MLP_TYPES, POST_NORM_KERNELS, POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
 )
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
@@ -196,7 +196,8 @@ def fused_moe_kernels(a: ModelArch) -> int:
         return 0
     cfg = a.hf_config or {}
     shared = bool(cfg.get("shared_expert_intermediate_size") or cfg.get("n_shared_experts"))
-    return (FUSED_MOE_KERNELS - DENSE_MLP_KERNELS + NORM_TOPK_KERNELS * bool(cfg.get("norm_topk_prob"))
+    renormalise = bool(cfg.get("norm_topk_prob")) or a.hf_model_type in ALWAYS_RENORMALISE_TYPES
+    return (FUSED_MOE_KERNELS - DENSE_MLP_KERNELS + NORM_TOPK_KERNELS * renormalise
             + SHARED_EXPERT_KERNELS * shared + SHARED_GATE_KERNELS * (shared and a.hf_model_type == "qwen2_moe"))
 
 

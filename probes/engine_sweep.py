@@ -1,13 +1,17 @@
 """Measure serving as an engine runs it, without the engine: decode steps and chunked prefills over batch x KV length.
 
 vLLM cannot be installed on the GPU machines, so this builds vLLM's decoder structure in plain torch from a
-model's shapes with random weights (``probes.engine_model``: fused QKV and gate/up GEMMs, RMSNorm, RoPE, q/k
-norms for Qwen3-type models, MoE as vLLM's fused MoE (grouped GEMMs over the experts; a shared expert), attention over the grouped K/V heads as stored: SDPA ``enable_gqa=True`` on
-FlashAttention, or a batched GEMM per KV head where that does not run; the notes say which). Per
-point (batch B, KV length P; the case's ``prompt_len`` = ``kv_len`` = P):
+model's shapes with random weights (``probes.engine_model``, whose docstring says what is vLLM-like and what is not:
+fused QKV and gate/up GEMMs, RMSNorm or StarCoder2's LayerNorm, RoPE, q/k norms (per head, or over all heads for
+OLMoE/OLMo-2), MoE as vLLM's fused MoE (grouped GEMMs over the experts; a shared expert), StarCoder2's plain MLP,
+Gemma-2's four norms, GeGLU and soft-capped logits, sliding windows, attention over the grouped K/V heads as stored:
+SDPA ``enable_gqa=True`` on FlashAttention, or a batched GEMM per KV head where that does not run). The notes say
+which attention, MLP or MoE path and window ran. Per point (batch B, KV length P; the case's ``prompt_len`` =
+``kv_len`` = P):
 
 - ``decode_step_s``: one token for each of B sequences over a cache of P tokens (the new one written at P),
-  captured in one CUDA graph and replayed; CUDA-event median of ``--repeats`` after warm-up.
+  captured in one CUDA graph and replayed (eagerly where the MoE fell back to its per-expert loop, whose shapes
+  depend on the routing); CUDA-event median of ``--repeats`` after warm-up.
 - ``prefill_s``: the B prompts in chunks of ``--chunk`` tokens (vLLM's ``max_num_batched_tokens``): a chunk holds
   chunk // P whole prompts (a prompt longer than a chunk runs in chunks, each attending to the cache so far).
   Each chunk shape is timed once per model and KV length (event median) and the batch's prefill is their sum;
@@ -33,8 +37,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from knowledge.engines import QK_NORM_TYPES  # model types whose attention normalises q and k per head
-from knowledge.schema import Measured, Measurement, ModelArch
+from knowledge.engines import QK_NORM_TYPES  # model types whose attention normalises q and k
+from knowledge.schema import Measured, Measurement
 from probes.engine_model import EngineDecoder, Shapes, attention_that_runs
 from probes.run_case import environment, resolve_arch
 from probes.train_step import is_oom, one_line
@@ -109,6 +113,8 @@ class Point:
         step = lambda: dec.forward(ids, start, attn=self.args.attn)  # noqa: E731
         if not self.cuda:
             return timed_s(step, False, self.args.repeats, 1), "eager (no GPU)"
+        if dec.moe_path == "loop":  # the per-expert fallback's shapes depend on the routing: no graph
+            return timed_s(step, True, self.args.repeats, 3), "eager (MoE loop fallback: no CUDA graph)"
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -151,12 +157,11 @@ class Point:
         return Measured(prefill_s=prefill, decode_step_s=decode, peak_mem_gib=peak), notes
 
 
-def needed_gib(arch: ModelArch, B: int, P: int) -> float:
-    """Weights and the cache of a point, GiB (to skip points far beyond the GPU without trying them)."""
-    from models.architecture import param_counts
-
-    kv = 2.0 * B * (P + 1) * arch.num_hidden_layers * arch.num_key_value_heads * arch.head_size * 2
-    return (param_counts(arch).total * 2.0 + kv) / 2**30
+def needed_gib(dec: EngineDecoder, B: int, P: int) -> float:
+    """The built decoder's weights and the cache of a point (B x (P + 1) positions, every layer's kept whole), GiB:
+    to skip points far beyond the GPU without trying them."""
+    weights = dec.parameter_count() * dec.embed.element_size()
+    return (weights + dec.cache_bytes(B, P + 1)) / 2**30
 
 
 def point_case(args: argparse.Namespace, arch_arg: Any, name: str, B: int, P: int) -> dict[str, Any]:
@@ -223,18 +228,17 @@ def main(argv: list[str] | None = None) -> int:
                 if time.monotonic() - begin > args.budget_s:
                     print("budget spent", flush=True)
                     return 0
-                if needed_gib(arch, B, P) > 1.1 * total_gib or P in out_of_memory:
-                    why = f"needs {needed_gib(arch, B, P):.0f} GiB" if P not in out_of_memory else f"b{out_of_memory[P]} ran out"
+                need = needed_gib(dec, B, P)
+                if need > 1.1 * total_gib or P in out_of_memory:
+                    why = f"needs {need:.0f} GiB" if P not in out_of_memory else f"b{out_of_memory[P]} ran out"
                     print(f"  b{B} p{P}: skipped, {why}", flush=True)
                     continue
                 m, notes = point.run(B, P)
                 if m.oom:
                     out_of_memory[P] = B  # a larger batch at this length needs more memory still
                 case = point_case(args, arch_arg, arch.name, B, P)
-                extra = f"runtime={RUNTIME}; chunk_tokens={args.chunk}; attention={attn}" + ("; qk_norm" if qk else "")
-                if dec.s.experts > 1:  # how the routed experts ran: grouped GEMMs (vLLM's fused MoE) or the fallback
-                    extra += f"; moe={dec.moe_path} ({dec.s.experts} experts, top {dec.s.top_k}" + (
-                        f", shared expert {dec.s.shared_inter}" if dec.s.shared_inter else "") + ")"
+                # the attention, then what the layer ran: norms, q/k norms, the MLP or MoE path, the windows
+                extra = f"runtime={RUNTIME}; chunk_tokens={args.chunk}; attention={attn}; {dec.paths()}"
                 row = Measurement(dataset=args.dataset, source="probes.engine_sweep", case=case, measured=m,
                                   environment=env, notes=f"{extra}; {notes}" if notes else extra)
                 with open(args.out, "a") as f:
