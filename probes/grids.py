@@ -586,7 +586,42 @@ def _families_validation_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _recommend_groups_2gpu() -> list[dict[str, Any]]:
+    """Two H200s: groups of one job each, the configurations ``advisor recommend`` ranked first (2026-11-25, bundled
+    fit, no profile; ``recommend --hardware h200x2 --task T --model CONFIG --seq-len 4096``): does the pick predicted
+    fastest run, and is it within 5% of the fastest measured? Each group's ranks in its ids; predictions stored before
+    they run. The first case is the kind that crashed before (Qwen3-8B pre-training at 93% of the GPU's memory)."""
+    ds, slow = {"engine": "deepspeed"}, {"_timeout_s": 150}
+    m = FAMILIES
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case("h200x2", f"h200x2g-{cid}", m[model], task, gpus=2, seq_len=4096, flash_attention=True, **ds,
+                     **slow, **kw)
+
+    q8 = {"recompute": True}
+    g9 = {"method": "lora"}
+    phim = {"method": "lora"}
+    return [
+        c("q8-pt-r1-z3-rc-mb8", "q8", "pretrain", zero_stage=3, micro_batch_size=8, **q8),
+        c("g9-ft-r1-lora-z2-mb2", "g9", "finetune", zero_stage=2, micro_batch_size=2, **g9),
+        c("phim-ft-r1-lora-z0-mb2", "phim", "finetune", zero_stage=0, micro_batch_size=2, **phim),
+        c("q8-pt-r2-z2-rc-mb8", "q8", "pretrain", zero_stage=2, micro_batch_size=8, **q8),
+        c("g9-ft-r2-lora-z0-mb2", "g9", "finetune", zero_stage=0, micro_batch_size=2, **g9),
+        c("phim-ft-r2-lora-z2-mb1", "phim", "finetune", zero_stage=2, micro_batch_size=1, **phim),
+        c("q8-pt-r3-z0-rc-mb8", "q8", "pretrain", zero_stage=0, micro_batch_size=8, **q8),
+        c("g9-ft-r5-lora-z2-mb1", "g9", "finetune", zero_stage=2, micro_batch_size=1, **g9),
+        c("phim-ft-r4-lora-z0-mb1", "phim", "finetune", zero_stage=0, micro_batch_size=1, **phim),
+        c("q8-pt-r4-z2-rc-mb4", "q8", "pretrain", zero_stage=2, micro_batch_size=4, **q8),
+        c("q8-pt-r5-z3-rc-mb4", "q8", "pretrain", zero_stage=3, micro_batch_size=4, **q8),
+        c("phim-ft-r6-lora-z3-mb2", "phim", "finetune", zero_stage=3, micro_batch_size=2, **phim),
+        c("g9-ft-r3-qlora-z2-mb2", "g9", "finetune", method="qlora", zero_stage=2, micro_batch_size=2),
+        # the configuration that crashed in the issue (ZeRO-2, mb 2, no recomputation): the verdict, not a rank
+        c("q8-pt-crash-z2-mb2", "q8", "pretrain", zero_stage=2, micro_batch_size=2),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
+                         "h200x2-recommend-groups": _recommend_groups_2gpu,
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),
