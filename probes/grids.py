@@ -587,7 +587,7 @@ def _families_validation_2gpu() -> list[dict[str, Any]]:
 
 
 def _recommend_groups_2gpu() -> list[dict[str, Any]]:
-    """Two H200s: groups of one job each, the configurations ``advisor recommend`` ranked first (2026-11-25, bundled
+    """Two H200s: groups of one job each, the configurations ``advisor recommend`` ranked first (2026-11-24, bundled
     fit, no profile; ``recommend --hardware h200x2 --task T --model CONFIG --seq-len 4096``): does the pick predicted
     fastest run, and is it within 5% of the fastest measured? Each group's ranks in its ids; predictions stored before
     they run. The first case is the kind that crashed before (Qwen3-8B pre-training at 93% of the GPU's memory)."""
