@@ -620,8 +620,42 @@ def _recommend_groups_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _recommend_groups_1gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """One GPU: groups of one job each, the configurations ``advisor recommend --engine deepspeed,pytorch`` ranked
+    first on an H100 (2026-11-24, bundled fit, no profile), ranks in the ids; predictions stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    fam = _family_case(hw, prefix)
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return fam(cid, model, task, flash_attention=True, **{"_timeout_s": 120, **kw})
+
+    g9 = {"seq_len": 4096, "micro_batch_size": 1}
+    phim = {"seq_len": 2048}
+    q4 = {"seq_len": 4096, "micro_batch_size": 2}
+    q2 = {"seq_len": 4096}
+    return [
+        c("g9-ft-r1-lora-pt-mb1", "g9", "finetune", method="lora", **pt, **g9),
+        c("phim-ft-r1-lora-pt-mb2", "phim", "finetune", method="lora", **pt, micro_batch_size=2, **phim),
+        c("q4-ft-r1-lora-pt-mb2", "q4", "finetune", method="lora", **pt, **q4),
+        c("q2-pt-r1-pt-mb2", "q2", "pretrain", **pt, micro_batch_size=2, **q2),
+        c("g9-ft-r2-lora-z0-mb1", "g9", "finetune", method="lora", **ds, zero_stage=0, **g9),
+        c("phim-ft-r2-lora-z0-mb2", "phim", "finetune", method="lora", **ds, zero_stage=0, micro_batch_size=2, **phim),
+        c("q4-ft-r2-qlora-pt-mb2", "q4", "finetune", method="qlora", **pt, **q4),
+        c("q2-pt-r2-z0-mb2", "q2", "pretrain", **ds, zero_stage=0, micro_batch_size=2, **q2),
+        c("g9-ft-r3-qlora-pt-mb1", "g9", "finetune", method="qlora", **pt, **g9),
+        c("phim-ft-r4-qlora-pt-mb4", "phim", "finetune", method="qlora", **pt, micro_batch_size=4, **phim),
+        c("q4-ft-r3-lora-z0-mb2", "q4", "finetune", method="lora", **ds, zero_stage=0, **q4),
+        c("q2-pt-r3-z2-rc-mb4", "q2", "pretrain", **ds, zero_stage=2, recompute=True, micro_batch_size=4, **q2),
+        c("g9-ft-r4-lora-z2-mb1", "g9", "finetune", method="lora", **ds, zero_stage=2, **g9),
+        c("q4-ft-r4-lora-z2-mb2", "q4", "finetune", method="lora", **ds, zero_stage=2, **q4),
+        c("q2-pt-r4-z0-rc-mb4", "q2", "pretrain", **ds, zero_stage=0, recompute=True, micro_batch_size=4, **q2),
+        c("q2-pt-r5-z2-mb2", "q2", "pretrain", **ds, zero_stage=2, micro_batch_size=2, **q2),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
                          "h200x2-recommend-groups": _recommend_groups_2gpu,
+                         "h100-recommend-groups": lambda: _recommend_groups_1gpu("h100x1", "h100g"),
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),
