@@ -126,6 +126,10 @@ def recommend_train(
     if spec.nodes > 1:
         header.update(nodes=spec.nodes, gpus_per_node=ev.gpus // spec.nodes, network=ev.network.label if ev.network else None)
     if not ranked:
+        # a budgeted search may have sampled only configurations that do not fit: "nothing fits" only when none does
+        found = ev.best()
+        ranked = [found] if found is not None else []
+    if not ranked:
         _nothing_fits(spec, ev, header, as_json)
         return
     best = ranked[0]

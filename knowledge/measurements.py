@@ -46,6 +46,11 @@ def flags_to_case(flags: str, task: str) -> dict:
     }
     if "Q" in parts:
         case["quantization"] = "nf4"
+    if zero == 0:
+        # the paper's DeepSpeed (2023) ran bf16 without ZeRO through BF16_Optimizer, its states split over the ranks
+        # (Table II: 7B on eight A800s at 66.8 GB, where whole states alone are 94 GB); DeepSpeed 0.19 does that only
+        # with fp32 gradient accumulation
+        case["grad_accum_dtype"] = "fp32"
     return case
 
 

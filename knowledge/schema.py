@@ -230,6 +230,10 @@ class TrainCase(_CaseBase):
     zero_hpz_partition_size: int = Field(default=1, ge=1, le=1 << 16)  # hpZ: secondary weight partition over this many GPUs (1 = off)
     zero_quantized_gradients: bool = False  # qgZ: int4 gradients through a hierarchical all-to-all
     mics_shard_size: int | None = Field(default=None, ge=1, le=1 << 16)  # MiCS: shard within groups of this many GPUs
+    # DeepSpeed's data_types.grad_accum_dtype (None: its default, the 16-bit type). ZeRO 0 with "fp32" runs
+    # BF16_Optimizer (fp32 masters and Adam states split over the ranks, fp32 gradients of the whole model kept); its
+    # default runs an optimizer that keeps them whole on every rank (DeepSpeed 0.19's engine._do_optimizer_sanity_check)
+    grad_accum_dtype: Literal["bf16", "fp32"] | None = None
 
     @model_validator(mode="before")
     @classmethod

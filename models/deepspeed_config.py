@@ -65,6 +65,8 @@ def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]
     if case.offload == "optimizer+params":
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     cfg["zero_optimization"] = zero
+    if case.grad_accum_dtype:
+        cfg["data_types"] = {"grad_accum_dtype": case.grad_accum_dtype}
     if case.recompute:
         # Hugging Face models checkpoint through model.gradient_checkpointing_enable(); this block
         # configures DeepSpeed's own checkpointing for models that call deepspeed.checkpointing.

@@ -142,12 +142,17 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         return ModelStates(w, t * half if s.trace is None else 0.0, 0.0, t * 4.0, t * 8.0, 0.0)
     z = s.zero
     largest = s.params.largest_module * 4  # DeepSpeed's largest_layer_memory
+    if z == 0 and s.case.grad_accum_dtype == "fp32":
+        # BF16_Optimizer: fp32 masters and Adam moments split over the ranks, an fp32 gradient of every parameter
+        # allocated at start-up beside the 16-bit ones of backward (deepspeed/runtime/bf16_optimizer.py)
+        return ModelStates(t * half + frozen, 0.0, t * 4.0, t * (4.0 + half), t * 12.0 / n, 0.0, 0.0)
     if z == 0:
-        # bf16 without ZeRO runs DeepSpeed's BF16_Optimizer: an fp32 master + Adam moments partitioned over the
-        # data-parallel ranks; the 16-bit gradients exist from backward on, their fp32 accumulation and flat copies only
-        # during the step. Memory read at each moment of a Qwen3-1.7B step on one H100 (probes/anatomy.py, P = 1.72 B):
-        # 14P after the step, 16P at the end of backward, 24P at the step's peak.
-        return ModelStates(t * half + frozen, 0.0, 0.0, t * half, t * 12.0 / n, 0.0, t * 8.0 / n)
+        # bf16 without ZeRO (DeepSpeed 0.19's default accumulation) wraps the optimizer in its FP16_Optimizer: an fp32
+        # master of every parameter and its Adam moments on every rank, nothing split (Qwen3-8B ZeRO-0 on two H200s ran
+        # out of memory at 137 GiB where split states would peak at 127); the 16-bit gradients exist from backward on,
+        # their fp32 flat copy during the step. Memory read at each moment of a Qwen3-1.7B step on one H100
+        # (probes/anatomy.py, P = 1.72 B): 14P after the step, 16P at the end of backward, 24P at the step's peak.
+        return ModelStates(t * half + frozen, 0.0, 0.0, t * half, t * 12.0, 0.0, t * 8.0)
     if z in (1, 2):
         if s.offload_optimizer:  # gradients stream to the host bucket by bucket
             return ModelStates(t * half + frozen, 0.0, 0.0, 0.0, 0.0, 0.0)

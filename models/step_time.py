@@ -179,7 +179,9 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     # --- optimizer and offload ---------------------------------------------------------------
     half = s.half_bytes
     all_16bit = (s.trainable + s.frozen_16bit) * half
-    local = s.trainable / (s.shard_ranks if (case.engine == "deepspeed") else 1)
+    # the parameters this rank's optimizer steps: split over the ranks, except ZeRO-0's default optimizer (whole)
+    split = case.engine == "deepspeed" and (s.zero > 0 or case.grad_accum_dtype == "fp32")
+    local = s.trainable / (s.shard_ranks if split else 1)
     opt_bytes = {0: 36.0, 1: 30.0, 2: 30.0, 3: 30.0}[s.zero] if case.engine == "deepspeed" else 28.0
     optimizer, offload = 0.0, 0.0
     # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM
