@@ -153,7 +153,9 @@ def _train_knobs(count: int, task: str) -> dict[str, Any]:
                           help="pre-training trains every weight; LoRA/QLoRA train adapters on a frozen base")
     k["engine"] = _choose("Engine", space.ENGINES, "engine")
     k["zero_stage"] = _choose("ZeRO stage", space.zero_stages_for(k["engine"]), "zero_stage",
-                              fmt=lambda z: f"ZeRO-{z}" + (" (plain data parallel)" if z == 0 else ""))
+                              fmt=lambda z: f"ZeRO-{z}" + (" (plain data parallel)" if z == 0 else ""),
+                              # DeepSpeed users' usual stage; ZeRO-0 keeps whole optimizer states on every rank
+                              default=2)
     k["offload"] = _choose("CPU offload (ZeRO-Offload)", space.offloads_for(k["engine"], k["zero_stage"]), "offload",
                            help="optimizer states need ZeRO 1-3; parameters too need ZeRO-3")
     k["quantization"] = _choose("Frozen base weights", space.quantizations_for(k["method"]), "quantization",

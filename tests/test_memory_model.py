@@ -261,3 +261,34 @@ def test_recompute_reduces_activations(model, flash):
     assert a_rc >= L * 2 * h * T  # but every layer's 16-bit input checkpoint stays
     # the peak never rises (it may stay put when the optimizer step, not the activations, sets it)
     assert training_memory(rc, EFF).peak <= training_memory(plain, EFF).peak
+
+
+@pytest.mark.parametrize("n", [2, 8])
+def test_zero0_states_are_whole_on_every_rank_unless_fp32_accumulation_splits_them(n):
+    """DeepSpeed 0.19 with bf16 and ZeRO-0: its default (16-bit accumulation) wraps Adam in FP16_Optimizer, whose fp32
+    masters and moments are whole on each rank (12 bytes/param whatever the GPU count); with grad_accum_dtype fp32 it
+    runs BF16_Optimizer, which splits them (12/n) and keeps an fp32 gradient of every parameter (4 bytes/param)."""
+    whole = model_state_bytes(setup(n=n, zero_stage=0))
+    split = model_state_bytes(setup(n=n, zero_stage=0, grad_accum_dtype="fp32"))
+    p = setup(n=n, zero_stage=0).trainable
+    assert whole.optimizer_states == pytest.approx(12.0 * p)
+    assert split.optimizer_states == pytest.approx(12.0 * p / n)
+    assert split.grads_kept == pytest.approx(4.0 * p)
+    assert whole.grads_kept == 0.0
+
+
+def test_zero0_optimizer_step_covers_every_parameter_on_each_rank():
+    from advisor.predictor import calibration_for
+    from models.step_time import training_step_time
+
+    cal = calibration_for(resolve_platform("h100x8"))
+    whole = training_step_time(setup(zero_stage=0), cal.eff, cal.ceilings).optimizer
+    split = training_step_time(setup(zero_stage=0, grad_accum_dtype="fp32"), cal.eff, cal.ceilings).optimizer
+    assert whole == pytest.approx(8 * split)
+
+
+def test_the_paper_runs_zero0_with_fp32_accumulation():
+    from knowledge.measurements import flags_to_case
+
+    assert flags_to_case("Naive", "pretrain")["grad_accum_dtype"] == "fp32"
+    assert "grad_accum_dtype" not in flags_to_case("Z2+O", "pretrain")
