@@ -145,6 +145,7 @@ class Evaluator:
         self.rel_error = rel_error_for(spec.task, self.platform, spec.nodes)
         self.profile = profile
         self.cache: dict[tuple, Candidate | None] = {}
+        self.cannot_run: dict[str, TrainCase] = {}  # why a configuration could not be traced: the first case of each
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)
 
     def case(self, knobs: dict[str, Any]) -> TrainCase:
@@ -168,6 +169,12 @@ class Evaluator:
         key = tuple(sorted(knobs.items()))
         if key not in self.cache:
             case = self.case(knobs)
+            try:
+                self.traces.trace(self.arch, case)
+            except AdvisorError as e:  # the model's own code cannot run this configuration: it is not a pick
+                self.cannot_run.setdefault(str(e), case)
+                self.cache[key] = None
+                return None
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:

@@ -81,6 +81,9 @@ class TraceBook:
 
     def __init__(self, on_trace: Callable[[str], None] | None = None) -> None:
         self._kept: dict[tuple[str, str], ArchTrace] = {}
+        # variants the model's code cannot run (OLMoE's grouped-GEMM experts on fp32 weights): traced once, the reason
+        # kept for every case that needs them
+        self._failed: dict[tuple[str, str], AdvisorError] = {}
         self._files: dict[Path, dict[str, Any]] = {}
         self._windows: dict[str, int | None] = {}
         self._lora: dict[str, list[str] | None] = {}
@@ -187,9 +190,15 @@ class TraceBook:
             self.on_trace(f"tracing {arch.name} ({v.key}) on fake tensors")
         from advisor.progress import interactive, timed_run
 
+        if (h, v.key) in self._failed:
+            raise self._failed[(h, v.key)]
         # a bar on a terminal (the first trace of a model imports transformers and PEFT: ~10 s on two cores)
-        t = timed_run(lambda: run_trace(config, v), f"tracing {Path(arch.name).stem} on fake tensors", 15.0,
-                      disable=not interactive())
+        try:
+            t = timed_run(lambda: run_trace(config, v), f"tracing {Path(arch.name).stem} on fake tensors", 15.0,
+                          disable=not interactive())
+        except AdvisorError as e:
+            self._failed[(h, v.key)] = e
+            raise
         self._keep(arch, h, t)
         return t
 
@@ -223,11 +232,13 @@ class TraceBook:
         # CPU kernel, so it never enters the OpenMP pool a fork could leave locked
         with steps(label, len(wanted), disable=not interactive()) as update, \
                 ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            runs = [pool.submit(run_trace, config, v) for v in wanted.values()]
+            runs = {pool.submit(run_trace, config, v): v for v in wanted.values()}
             for done, run in enumerate(as_completed(runs), 1):
                 try:
                     self._keep(arch, h, run.result())
-                except Exception:  # noqa: BLE001 - trace() raises it again, one line, for the case that needs it
+                except AdvisorError as e:  # trace() raises it again, one line, for every case that needs it
+                    self._failed[(h, runs[run].key)] = e
+                except Exception:  # noqa: BLE001 - the variant is traced again where a case needs it
                     pass
                 update(label, done / len(wanted))
 

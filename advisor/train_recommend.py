@@ -125,6 +125,8 @@ def recommend_train(
     }
     if spec.nodes > 1:
         header.update(nodes=spec.nodes, gpus_per_node=ev.gpus // spec.nodes, network=ev.network.label if ev.network else None)
+    # configurations the model's own code cannot run (not picks): why, and one of them
+    header["cannot_run"] = [{"why": why, "example": describe(case)} for why, case in ev.cannot_run.items()]
     if not ranked:
         # a budgeted search may have sampled only configurations that do not fit: "nothing fits" only when none does
         found = ev.best()
@@ -161,6 +163,8 @@ def recommend_train(
         print(json.dumps({**header, "recommendations": items, **extra}, indent=2))
         return
     _table(header, items, ev, wide)
+    for skipped in header["cannot_run"]:
+        print_hanging(f"Not searched: {skipped['example']} and the like: {skipped['why']}")
     stages = items[0]["equivalent_zero_stages"]
     same = f" (ZeRO {'/'.join(map(str, stages))} predict the same; the config uses ZeRO-{best.case.zero_stage})" if len(stages) > 1 else ""
     console.print(f"[bold]Top pick[/]: {describe(best.case)}{same}")

@@ -528,19 +528,25 @@ def layer_plan(config: dict[str, Any]) -> tuple[int, int, int]:
 
 def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     """Trace ``config`` (a Hugging Face config dict with ``model_type``) under ``variant``; the libraries' deprecation
-    chatter stays out of the user's terminal."""
+    chatter, and fake tensors' log of an operator that refuses its inputs (raised to the caller as one line), stay out
+    of the user's terminal."""
+    import logging
     import warnings
 
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    quiet = logging.Filter("(none)")  # a filter, not a level: torch's logging setup resets its loggers' levels
+    fake_log.addFilter(quiet)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return _trace_model(config, variant)
     finally:
         hf_logging.set_verbosity(level)
+        fake_log.removeFilter(quiet)
 
 
 def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_types: list[str] | None = None

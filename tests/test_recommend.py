@@ -267,3 +267,26 @@ def test_lora_on_a_model_without_q_k_v_o_uses_peft_s_default_for_it(tmp_path):
     r = recommend("--hardware", "h100x1", "--task", "finetune", "--model", model, "--out-dir", str(tmp_path))
     assert r.exit_code == 0, r.output
     assert "target_modules=['query_key_value']" in " ".join(r.stdout.split())
+
+
+def test_configurations_the_models_code_cannot_run_are_skipped_with_their_reason(tmp_path, monkeypatch):
+    """A variant the trace cannot run (OLMoE's grouped-GEMM experts on fp32 weights) is not a pick, and says why;
+    the rest of the search still answers."""
+    from advisor.traces import TraceBook
+    from knowledge.errors import AdvisorError
+
+    real = TraceBook.trace
+
+    def trace(self, arch, case):
+        if case.engine == "pytorch":
+            raise AdvisorError("cannot trace model_type 'toy': RuntimeError: Expected inputs of BF16 type")
+        return real(self, arch, case)
+
+    monkeypatch.setattr(TraceBook, "trace", trace)
+    r = recommend("--hardware", "h100x1", "--task", "finetune", "--model", "llama3.2-1b", "--engine", "deepspeed,pytorch",
+                  "--json", "--out-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["recommendations"] and all(it["configuration"]["engine"] == "deepspeed" for it in d["recommendations"])
+    assert len(d["cannot_run"]) == 1 and "BF16" in d["cannot_run"][0]["why"]
+    assert "PyTorch" in d["cannot_run"][0]["example"]
