@@ -653,9 +653,42 @@ def _recommend_groups_1gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _recommend_groups_1gpu_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """One GPU, more families: recommend's top-ranked configurations (2026-11-24, as ``_recommend_groups_1gpu``) of
+    OLMoE and DeepSeek-V2-Lite fine-tuning (routed experts; latent attention), StarCoder2-3B fine-tuning at 4k (a
+    window on every layer) and Granite-3.0-2B pre-training at 4k; ZeRO 1/2 written as the config writes it (1)."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    fam = _family_case(hw, prefix)
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return fam(cid, model, task, flash_attention=True, **{"_timeout_s": 120, **kw})
+
+    olmoe = {"seq_len": 2048, "micro_batch_size": 8}
+    dsv2 = {"seq_len": 2048, "micro_batch_size": 4}
+    sc2 = {"seq_len": 4096, "micro_batch_size": 4}
+    gran = {"seq_len": 4096, "micro_batch_size": 8, "recompute": True}
+    return [
+        c("olmoe-ft-r1-qlora-pt", "olmoe", "finetune", method="qlora", **pt, **olmoe),
+        c("dsv2-ft-r1-lora-pt", "dsv2", "finetune", method="lora", **pt, **dsv2),
+        c("sc2-ft-r1-lora-z0", "sc2", "finetune", method="lora", **ds, zero_stage=0, **sc2),
+        c("gran-pt-r1-z1-rc", "gran", "pretrain", **ds, zero_stage=1, **gran),
+        c("olmoe-ft-r3-lora-pt", "olmoe", "finetune", method="lora", **pt, **olmoe),
+        c("dsv2-ft-r2-qlora-pt", "dsv2", "finetune", method="qlora", **pt, **dsv2),
+        c("sc2-ft-r2-lora-z1-offopt", "sc2", "finetune", method="lora", **ds, zero_stage=1, offload="optimizer",
+          **sc2),
+        c("gran-pt-r2-z0-rc", "gran", "pretrain", **ds, zero_stage=0, **gran),
+        c("olmoe-ft-r4-qlora-z0", "olmoe", "finetune", method="qlora", **ds, zero_stage=0, **olmoe),
+        c("dsv2-ft-r3-lora-z0", "dsv2", "finetune", method="lora", **ds, zero_stage=0, **dsv2),
+        c("sc2-ft-r3-qlora-z0", "sc2", "finetune", method="qlora", **ds, zero_stage=0, **sc2),
+        c("gran-pt-r3-z3-rc", "gran", "pretrain", **ds, zero_stage=3, **gran),
+        c("gran-pt-r4-pt-rc", "gran", "pretrain", **pt, **gran),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
                          "h200x2-recommend-groups": _recommend_groups_2gpu,
                          "h100-recommend-groups": lambda: _recommend_groups_1gpu("h100x1", "h100g"),
+                         "h100-recommend-groups-2": lambda: _recommend_groups_1gpu_2("h100x1", "h100q"),
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),
