@@ -1,6 +1,6 @@
 """What `advisor recommend` ranked first, run: each job's top-ranked configurations (ranks in the run ids) on one H100
-and on two H200s, 2026-11-24, predictions stored before each call (``knowledge/measurements/own/logs/
-*-recommend-groups-predictions-2026-11-24.jsonl``; the code that made them is the commit that added that file). Per
+(two sets: eight jobs) and on two H200s, 2026-11-24, predictions stored before each call
+(``knowledge/measurements/own/logs/*-recommend-groups*-predictions-2026-11-24.jsonl``; the code that made them is the commit that added that file). Per
 job: did the configuration ranked first (the stored prediction's fastest fitting) run, and was it within 5% of the
 fastest measured? Runs that crashed for a reason of the harness (a package not carried) are not scored.
 
@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from tests.benchmarks.stored_predictions import OWN, Pair, compare, lines, score
 
-MACHINES = ("h100", "h200x2")
+SETS = ("h100-recommend-groups", "h100-recommend-groups-2", "h200x2-recommend-groups")
 WITHIN = 0.05
 
 
@@ -42,12 +42,14 @@ def groups(pairs: list[Pair], ids: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    for m in MACHINES:
-        files = [f"{m}-recommend-groups-2026-11-24.jsonl"]
-        stored, _ = compare(files, [f"{m}-recommend-groups-predictions-2026-11-24.jsonl"])
+    for m in SETS:
+        files = [f"{m}-2026-11-24.jsonl"]
+        stored, today = compare(files, [f"{m}-predictions-2026-11-24.jsonl"])
         ids = [r["case"]["id"] for f in files for r in lines(OWN / f)
                if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
         print(f"{m}: jobs (stored predictions)")
         groups(stored, ids)
+        print(f"{m}: jobs (code of today; not held out where it changed after these runs)")
+        groups(today, ids)
         score(f"{m}, stored", stored)
         print()
