@@ -59,8 +59,10 @@ def test_gpu_set_and_key_facts() -> None:
     assert gpus["h200"].memory_gib == pytest.approx(143771 / 1024, abs=0.01)
     assert gpus["a100"].memory_gib == 80.0
     assert gpus["v100"].bf16_tflops is None and not gpus["v100"].supports_bf16
-    assert gpus["rtx4090"].p2p_over_pcie is False
-    assert all(g.p2p_over_pcie for k, g in gpus.items() if k != "rtx4090")
+    # GeForce: no peer-to-peer over PCIe (the RTX 3090 only across its NVLink bridge)
+    geforce = {"rtx4090", "rtx3090"}
+    assert all(gpus[k].p2p_over_pcie is False for k in geforce)
+    assert all(g.p2p_over_pcie for k, g in gpus.items() if k not in geforce)
     assert {k: g.nvlink_gbs for k, g in gpus.items() if g.nvlink_gbs} == {
         "h100": 450, "a100": 300, "a100-40gb": 300, "a800": 200, "h200": 450, "h20": 450, "v100": 150, "rtx3090": 56.25,
     }  # fmt: skip

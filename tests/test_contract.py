@@ -278,7 +278,7 @@ def test_platform_parse_gpu_and_count():
     p = resolve_platform("l40sx4")
     assert (p.gpu.id, p.count, p.interconnect) == ("l40s", 4, "pcie")
     p = resolve_platform("rtx3090x8-pcie")
-    assert (p.gpu.id, p.count, p.interconnect) == ("rtx3090", 8, "pcie")
+    assert (p.gpu.id, p.count, p.interconnect) == ("rtx3090", 8, "pcie-no-p2p")  # GeForce: through host memory
     assert resolve_platform("rtx3090x8").interconnect == "nvlink-pairs"
     assert resolve_platform("h100x1").interconnect == "single"
 

@@ -15,7 +15,9 @@ def test_nccl_p2p_off_only_where_the_gpus_lack_peer_to_peer():
     case = _case()
     assert hints.launch_env(case, resolve_platform("rtx4090x8"), 8)["NCCL_P2P_DISABLE"] == "1"
     assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("rtx4090x8"), 1)
-    assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("rtx3090x8-pcie"), 8)
+    # the RTX 3090 box without its bridges has no peer-to-peer either; with them, NVLink stays on
+    assert hints.launch_env(case, resolve_platform("rtx3090x8-pcie"), 8)["NCCL_P2P_DISABLE"] == "1"
+    assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("rtx3090x8"), 8)
     assert "NCCL_P2P_DISABLE" not in hints.launch_env(case, resolve_platform("a800x8"), 8)
 
 
