@@ -292,3 +292,23 @@ def test_the_paper_runs_zero0_with_fp32_accumulation():
 
     assert flags_to_case("Naive", "pretrain")["grad_accum_dtype"] == "fp32"
     assert "grad_accum_dtype" not in flags_to_case("Z2+O", "pretrain")
+
+
+def test_forward_peak_of_fp32_weights_with_recomputation_matches_the_anatomy():
+    """PyTorch full training (fp32 weights under bf16 autocast) with recomputation peaks in forward: autocast's 16-bit
+    copies of the weights live until forward ends and the loss upcasts the logits, though neither is kept for backward.
+    Granite-3.0-2B, mb 8 x 4096 on one H100 (probes/anatomy.py): forward peak 58.98 GiB, backward's 57.19; the same
+    step under DeepSpeed's bf16 peaks in backward at 56.60."""
+    import json
+    from pathlib import Path
+
+    from advisor.predictor import Predictor
+
+    log = Path(__file__).resolve().parents[1] / "knowledge/measurements/own/logs/h100-anatomy-4-2026-11-24.jsonl"
+    measured = {r["id"]: r.get("memory_gib") for r in map(json.loads, log.read_text().splitlines())}
+    base = dict(id="x", hardware="h100x1", model="knowledge/data/configs/granite-3.0-2b.json", task="pretrain",
+                recompute=True, flash_attention=True, micro_batch_size=8, seq_len=4096)
+    pt = Predictor().predict(TrainCase(**base, engine="pytorch")).peak_mem_gib
+    ds = Predictor().predict(TrainCase(**base, engine="deepspeed", zero_stage=1)).peak_mem_gib
+    assert pt == pytest.approx(measured["h100a4-gran-pt-rc-mb8-s4096"]["forward_peak"], rel=0.03)
+    assert ds == pytest.approx(measured["h100a4-gran-z1-rc-mb8-s4096"]["backward_peak"], rel=0.03)
