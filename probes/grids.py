@@ -685,10 +685,25 @@ def _recommend_groups_1gpu_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _forward_peak_holdout(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """PyTorch full training with recomputation on shapes the forward-peak term (models.memory.forward_peak_extra) was
+    not found on, predictions stored before they run: does the peak land where forward puts it?"""
+    pt = {"engine": "pytorch", "recompute": True, "flash_attention": True, "_timeout_s": 110}
+    c = _family_case(hw, prefix)
+    return [
+        c("q2-pt-rc-mb8-s4096", "q2", "pretrain", micro_batch_size=8, seq_len=4096, **pt),
+        c("olmo2-pt-rc-mb16-s2048", "olmo2", "pretrain", micro_batch_size=16, seq_len=2048, **pt),
+        c("slm-pt-rc-mb8-s4096", "slm", "pretrain", micro_batch_size=8, seq_len=4096, **pt),
+        c("neox-pt-rc-mb16-s2048", "neox", "pretrain", micro_batch_size=16, seq_len=2048, **pt),
+        c("g3-pt-rc-mb16-s4096", "g3", "pretrain", micro_batch_size=16, seq_len=4096, **pt),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
                          "h200x2-recommend-groups": _recommend_groups_2gpu,
                          "h100-recommend-groups": lambda: _recommend_groups_1gpu("h100x1", "h100g"),
                          "h100-recommend-groups-2": lambda: _recommend_groups_1gpu_2("h100x1", "h100q"),
+                         "h100-forward-peak": lambda: _forward_peak_holdout("h100x1", "h100p"),
                          "h100-families-validation": lambda: _families_validation("h100x1", "h100v"),
                          "h100-new-families": lambda: _new_families("h100x1", "h100n"),
                          "h100-holdout-final": lambda: _holdout_final("h100x1", "h100h"),

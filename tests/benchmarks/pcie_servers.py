@@ -1,7 +1,7 @@
 """Benchmark: the study's three 8-GPU PCIe servers, each left out whole, per regime (offload / not).
 
-Run: python tests/benchmarks/pcie_servers.py > tests/benchmarks/pcie_servers.out.txt   (4 variants x 3 fits, ~12 min;
-``python tests/benchmarks/pcie_servers.py 4`` runs the fourth variant only, ``0`` only the first table)
+Run: python tests/benchmarks/pcie_servers.py > tests/benchmarks/pcie_servers.out.txt   (3 variants x 3 fits, ~8 min;
+``python tests/benchmarks/pcie_servers.py 2`` runs the second variant only, ``0`` only the first table)
 
 First, what the bundled fit has absorbed on each server (in sample: its global values times the server's own
 factors): the ring bandwidth collectives achieve against the topology's ceiling, and CPU Adam per rank with
@@ -20,7 +20,6 @@ RTX 3090 252%, all three 134% (offload rows 41% / 32% / 358%).
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import sys
 import time
@@ -43,22 +42,14 @@ SERVERS = {"A800": ("a800x8",), "RTX 4090": ("rtx4090x8",), "RTX 3090": ("rtx309
 # at the staged ring's ceiling times the copy engine's fraction of a link (55 of 63 GB/s pinned: 0.87).
 CPU_ADAM = {"cpu_adam_thread_gparams_s": 0.775, "cpu_adam_bandwidth_gparams_s": 5.56}
 LINKS = {"link_eff_pcie": 0.87, "h2d_eff": 0.87}
-VARIANTS = {  # label: (values fixed instead of fitted, RTX 3090 box without PCIe peer-to-peer)
-    "all host factors fitted": ({}, False),
-    "CPU Adam from the H200 host's measurements (node cap shared by the ranks), links fitted": (CPU_ADAM, False),
-    "CPU Adam and links from the H200 host's measurements, none of them fitted": ({**CPU_ADAM, **LINKS}, False),
-    "experiment: the RTX 3090 box's rings through host memory like the 4090's, all fitted": ({}, True),
+VARIANTS = {  # label: values fixed instead of fitted
+    # the catalog's RTX 3090 has no PCIe peer-to-peer since 2026-11-24 (the fourth variant of the previous run, "the
+    # RTX 3090 box's rings through host memory like the 4090's", is now the first)
+    "all host factors fitted": {},
+    "CPU Adam from the H200 host's measurements (node cap shared by the ranks), links fitted": CPU_ADAM,
+    "CPU Adam and links from the H200 host's measurements, none of them fitted": {**CPU_ADAM, **LINKS},
 }
 
-
-def _without_pcie_p2p(r):
-    """The row on its server with NCCL staging every PCIe hop through host memory (the NVLink pairs stay)."""
-    p = r.platform
-    if not p.gpu.id.startswith("rtx3090"):
-        return r
-    gpu = p.gpu.model_copy(update={"p2p_over_pcie": False})
-    ic = "pcie-no-p2p" if p.interconnect == "pcie" else p.interconnect
-    return dataclasses.replace(r, platform=p.model_copy(update={"gpu": gpu, "interconnect": ic}))
 FACTORS = ("link_eff_pcie", "cpu_adam_thread_gparams_s", "cpu_adam_bandwidth_gparams_s", "h2d_eff", "offload_step_overhead", "zero3_offload_opt_overhead",
            "zero3_module_overhead_s", "grad_overlap")
 
@@ -73,12 +64,10 @@ def _fit(rows, fixed: dict[str, float], params: tuple[str, ...]) -> EfficiencyCo
     return est.fit([r.sample for r in rows], [r.m.measured.tokens_per_s for r in rows], [r.phases for r in rows])
 
 
-def held_out_by_server(fixed: dict[str, float], params: tuple[str, ...], staged_3090: bool = False):
+def held_out_by_server(fixed: dict[str, float], params: tuple[str, ...]):
     """({server: [(row, predicted tokens/s)]}, {server: global factors fitted without it})."""
     ms, _ = measurements("all")
     rows, _ = training_rows(ms)
-    if staged_3090:
-        rows = [_without_pcie_p2p(r) for r in rows]
     usable = [r for r in rows if r.has_throughput]
     out, factors = {}, {}
     for name, ids in SERVERS.items():
@@ -138,14 +127,14 @@ def absorbed() -> None:
 def main() -> None:
     absorbed()
     only = sys.argv[1:]  # variant numbers (1-based) to run; all by default
-    for i, (label, (fixed, staged)) in enumerate(VARIANTS.items(), 1):
+    for i, (label, fixed) in enumerate(VARIANTS.items(), 1):
         if not only or str(i) in only:
-            _report(label, fixed, tuple(k for k in FITTED if k not in fixed), staged)
+            _report(label, fixed, tuple(k for k in FITTED if k not in fixed))
 
 
-def _report(label: str, fixed: dict[str, float], params: tuple[str, ...], staged_3090: bool = False) -> None:
+def _report(label: str, fixed: dict[str, float], params: tuple[str, ...]) -> None:
     t0 = time.time()
-    held, factors = held_out_by_server(fixed, params, staged_3090)
+    held, factors = held_out_by_server(fixed, params)
     print(f"== {label}" + (f": {fixed}" if fixed else ""))
     print("Zhang et al. 2023 Llama-2-7B rows, each server left out whole (fit on every other row)")
     print(f"{'server / regime':<28} {'n':>4} {'MAPE':>8} {'median err':>10}")
