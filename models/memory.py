@@ -219,11 +219,20 @@ def activation_bytes(s: TrainSetup) -> float:
     return layer_part + head
 
 
+# transformers' causal-LM loss upcasts the logits: in forward the 16-bit logits and their fp32 copy (2 + 4 bytes per
+# vocabulary entry per token) live beside what forward keeps for backward; its backward holds two fp32 gradients of
+# that size at once (of the log-softmax's output and of its input): 8 bytes, what the anatomy of OLMo-2, StableLM-2 and
+# Granite-3 on one H100 measured above the end of forward (8.0 each), where some traces see less
+LOSS_FORWARD_BYTES_PER_VOCAB = 6.0
+LOSS_BACKWARD_BYTES_PER_VOCAB = 8.0
+
+
 def transient_bytes(s: TrainSetup, eff: Efficiencies) -> float:
     """What backward adds above the saved activations at its peak: with a trace, its measured peak (the loss's fp32
     gradient over the vocabulary, a layer's backward temporaries); else the hand count's logits buffers."""
     if s.trace is not None:
-        return max(s.trace.peak_extra_bytes.at(s.case.micro_batch_size, s.case.seq_len), 0.0)
+        traced = s.trace.peak_extra_bytes.at(s.case.micro_batch_size, s.case.seq_len)
+        return max(traced, LOSS_BACKWARD_BYTES_PER_VOCAB * s.arch.vocab_size * s.tokens, 0.0)
     return eff.logits_bytes_per_vocab * s.arch.vocab_size * s.tokens
 
 
@@ -241,9 +250,6 @@ def buffer_bytes(s: TrainSetup, eff: Efficiencies) -> float:
     return logits + comm
 
 
-# transformers' causal-LM loss upcasts the logits: in forward the 16-bit logits and their fp32 copy (2 + 4 bytes per
-# vocabulary entry per token) live beside what forward keeps for backward
-LOSS_FORWARD_BYTES_PER_VOCAB = 6.0
 
 
 def forward_peak_extra(s: TrainSetup, st: ModelStates, eff: Efficiencies) -> float:
