@@ -213,20 +213,33 @@ def _layer_linear_names(model: Any) -> list[str]:
 
 
 def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] | None:
-    """The LoRA targets a case that names none gets: None (keep ``usual``, the attention projections of a Llama-style
-    decoder) where PEFT finds any of them in this model, else PEFT's own default for the model type (what
-    ``get_peft_model`` picks when no target is given: GPT-NeoX's ``query_key_value``); None again where PEFT has no
-    default that exists here (the error then names the model's projections). Built on the meta device: no weights."""
+    """The LoRA targets a case that names none gets: the attention block's projections, as the usual q/k/v/o are a
+    Llama-style decoder's. None (keep ``usual``) where the model has all four; else PEFT's own default for the model
+    type where it exists here (what ``get_peft_model`` picks when no target is given: GPT-NeoX's
+    ``query_key_value``); else the linear layers of the model's attention block (Phi-3's fused ``qkv_proj`` and
+    ``o_proj``, DeepSeek-V2's latent ``q_proj``, ``kv_a_proj_with_mqa``, ``kv_b_proj`` and ``o_proj``: adapting only
+    the usual names found there would leave Phi-3 with ``o_proj`` alone); None where it has none of these (the error
+    then names the model's projections). Built on the meta device: no weights."""
     import torch
     import transformers
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
 
     with torch.device("meta"):
-        names = set(_layer_linear_names(transformers.AutoModelForCausalLM.from_config(_cut_config(config, 1, "sdpa"))))
-    if names & set(usual):
+        model = transformers.AutoModelForCausalLM.from_config(_cut_config(config, 1, "sdpa"))
+    names = set(_layer_linear_names(model))
+    if set(usual) <= names:
         return None
     own = [t for t in PEFT_DEFAULTS.get(config.get("model_type", ""), []) if t in names]
-    return own or None
+    return own or _attention_linear_names(model) or None
+
+
+def _attention_linear_names(model: Any) -> list[str]:
+    """The linear layers inside the decoder layers' attention blocks (a module path with ``attn`` or ``attention``)."""
+    import torch
+
+    return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                   if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"
+                   and any(part in n.lower() for part in ("attn", "attention"))})
 
 
 def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, Any]:

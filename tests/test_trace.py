@@ -124,13 +124,15 @@ NEOX_TOY = {"model_type": "gpt_neox", "hidden_size": 128, "intermediate_size": 2
             "num_attention_heads": 4, "vocab_size": 1000, "rotary_pct": 0.25, "max_position_embeddings": 2048}
 
 
-def test_a_model_without_q_k_v_o_gets_peft_s_own_default_targets() -> None:
-    """A LoRA case that names no target keeps q/k/v/o where PEFT finds any of them (Phi-3: o_proj, as PEFT does with
-    those names); a GPT-NeoX has none, so it gets what get_peft_model picks when given no target."""
+def test_a_model_without_q_k_v_o_gets_its_own_attention_projections() -> None:
+    """A LoRA case that names no target adapts the attention block's projections: q/k/v/o where the model has all
+    four; else what get_peft_model picks for the type when given no target (GPT-NeoX); else the linears of the
+    model's attention block (Phi-3's fused qkv_proj with o_proj, not o_proj alone, which is all PEFT would find of
+    q/k/v/o there)."""
     from probes.trace import default_lora_targets
 
     usual = ["q_proj", "k_proj", "v_proj", "o_proj"]
-    assert default_lora_targets(PHI3_TOY, usual) is None
+    assert default_lora_targets(PHI3_TOY, usual) == ["o_proj", "qkv_proj"]
     assert default_lora_targets(QWEN3_TOY, usual) is None
     assert default_lora_targets(NEOX_TOY, usual) == ["query_key_value"]
 
