@@ -699,7 +699,27 @@ def _forward_peak_holdout(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-families-validation": _families_validation_2gpu,
+def _phi3_default_targets(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Phi-3 LoRA that names no targets, now its attention block's qkv_proj and o_proj (2026-11-25; before, o_proj
+    alone): recommend's top-ranked bf16 configurations of Phi-3-medium and Phi-3-mini fine-tuning at 2k on an H100
+    (bundled fit, no profile), ranks in the ids; predictions stored before they run."""
+    ds, pt = {"engine": "deepspeed", "zero_stage": 0}, {"engine": "pytorch"}
+    fam = _family_case(hw, prefix)
+
+    def c(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        return fam(cid, model, "finetune", method="lora", flash_attention=True, seq_len=2048, **{"_timeout_s": 110, **kw})
+
+    return [
+        c("phim-r1-pt-mb2", "phim", micro_batch_size=2, **pt),
+        c("phi-r1-pt-mb4", "phi", micro_batch_size=4, **pt),
+        c("phim-r2-z0-mb2", "phim", micro_batch_size=2, **ds),
+        c("phi-r5-z0-mb4", "phi", micro_batch_size=4, **ds),
+        c("phim-r4-pt-mb1", "phim", micro_batch_size=1, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),
+                         "h200x2-families-validation": _families_validation_2gpu,
                          "h200x2-recommend-groups": _recommend_groups_2gpu,
                          "h100-recommend-groups": lambda: _recommend_groups_1gpu("h100x1", "h100g"),
                          "h100-recommend-groups-2": lambda: _recommend_groups_1gpu_2("h100x1", "h100q"),
