@@ -1,6 +1,6 @@
 """What `advisor recommend` ranked first, run: each job's top-ranked configurations (ranks in the run ids) on one H100
-(two sets: eight jobs) and on two H200s, 2026-11-24, predictions stored before each call
-(``knowledge/measurements/own/logs/*-recommend-groups*-predictions-2026-11-24.jsonl``; the code that made them is the commit that added that file). Per
+(two sets: eight jobs) and on two H200s, 2026-11-24, and Phi-3 LoRA with its default targets on one H100, 2026-11-25;
+predictions stored before each call (``knowledge/measurements/own/logs/<set>-predictions-<date>.jsonl``; the code that made them is the commit that added that file). Per
 job: did the configuration ranked first (the stored prediction's fastest fitting) run, and was it within 5% of the
 fastest measured? Runs that crashed for a reason of the harness (a package not carried) are not scored.
 
@@ -9,17 +9,19 @@ fastest measured? Runs that crashed for a reason of the harness (a package not c
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from tests.benchmarks.stored_predictions import OWN, Pair, compare, lines, score
 
-SETS = ("h100-recommend-groups", "h100-recommend-groups-2", "h200x2-recommend-groups")
+SETS = {"h100-recommend-groups": "2026-11-24", "h100-recommend-groups-2": "2026-11-24", "h200x2-recommend-groups": "2026-11-24",
+        "h100-phi3-default-targets": "2026-11-25"}
 WITHIN = 0.05
 
 
 def job(run_id: str) -> str:
-    """'h100g-g9-ft-r1-lora-pt-mb1' -> 'h100g-g9-ft': machine, model and task."""
-    return "-".join(run_id.split("-")[:3])
+    """'h100g-g9-ft-r1-lora-pt-mb1' -> 'h100g-g9-ft': what comes before the rank (machine, model and task)."""
+    return re.split(r"-r\d+-", run_id, maxsplit=1)[0]
 
 
 def groups(pairs: list[Pair], ids: list[str]) -> None:
@@ -42,9 +44,9 @@ def groups(pairs: list[Pair], ids: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    for m in SETS:
-        files = [f"{m}-2026-11-24.jsonl"]
-        stored, today = compare(files, [f"{m}-predictions-2026-11-24.jsonl"])
+    for m, date in SETS.items():
+        files = [f"{m}-{date}.jsonl"]
+        stored, today = compare(files, [f"{m}-predictions-{date}.jsonl"])
         ids = [r["case"]["id"] for f in files for r in lines(OWN / f)
                if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
         print(f"{m}: jobs (stored predictions)")
