@@ -96,6 +96,7 @@ class Efficiencies(BaseModel):
     weight_stream_eff: float = _p(0.8, "prior: skinny decode GEMMs (GEMV) stream weights at ~75-90% of HBM peak (cuBLAS; TensorRT-LLM batch-1 decode)", 0.05, 1)
     kv_read_eff: float = _p(0.6, "prior: decode attention (SDPA / FlashDecoding) reads the KV cache at ~50-70% of HBM peak; few heads leave SMs idle", 0.05, 1)
     nf4_gemv_eff: float = _p(0.6, "prior: bitsandbytes' fused 4-bit GEMV (one token row) dequantizes in registers, ~50-70% of the 16-bit streaming rate", 0.05, 1)
+    prefill_kernel_s: float = _p(1.5e-5, "prior: an engine's prefill chunk above its CUDA-graph sizes launches its kernels eagerly, ~5-20 µs of CPU per counted kernel (PyTorch dispatch and launch): what bounds a short prompt's prefill", 1e-7, 1e-3)
     graph_kernel_s: float = _p(2.5e-6, "prior: a kernel inside a CUDA graph costs ~2-4 µs however little it does (launch and drain between dependent kernels on H100)", 0, 1e-4)
     prefill_attention_eff: float = _p(0.4, "prior: prefill attention (SDPA, causal) reaches ~30-50% of dense peak", 0.02, 1)
     kv_expand_factor: float = _p(1.0, "passes over GQA K/V repeated to every query head in decode (prior between 0 in engines' paged kernels; and 2 for Hugging Face SDPA with a mask: a write and a read of the repeated copy); fitted", 0, 8)

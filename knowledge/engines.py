@@ -63,6 +63,11 @@ class Engine:
     source: str
     kernels_per_layer: int = ENGINE_LAYER_KERNELS  # one decoder layer's decode-step kernels (module docstring)
     paged: bool = True  # False: the transformers runtime (static cache per batch, no pool, no chunking)
+    # True: prefill replayed from CUDA graphs (the probed transformers runtime) or launched by a compiled runtime's C++
+    # (TensorRT-LLM); False: prefill chunks run eagerly from Python, as vLLM V1 runs every chunk above its largest
+    # captured size (512 tokens by default; its 8,192-token chunks never replay a graph) and SGLang its prefills
+    # (CUDA graphs for decode only), and as the project's engine emulation runs them (probes/engine_sweep.py)
+    prefill_graphed: bool = False
 
     def chunk_tokens_for(self, gpu_memory_gib: float, gpu_name: str = "") -> int:
         # vLLM counts an 80 GB A100 as small too (arg_utils.py: ``"a100" not in device_name``)
@@ -80,7 +85,8 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            "GPUs under 25 GB (server_args.py)"),
     Engine("trtllm", "TensorRT-LLM", 0.90, True, 32, 8192, 8192, 0.0,
            "TensorRT-LLM KvCacheConfig: free_gpu_memory_fraction=0.9 of the memory left after the engine's weights "
-           "and activations; tokens_per_block=32; max_num_tokens=8192 (BuildConfig / trtllm-serve default)"),
+           "and activations; tokens_per_block=32; max_num_tokens=8192 (BuildConfig / trtllm-serve default)",
+           prefill_graphed=True),
 )}
 
 # The runtime the serving fit was measured on: the model's own Hugging Face modules on a static cache holding the
@@ -88,7 +94,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
 # prefill replayed from CUDA graphs (probes/serve_sweep.py). Chosen only when a case names it.
 TRANSFORMERS = Engine("transformers", "transformers + CUDA graphs (as probed)", 1.0, False, 1, 1 << 30, 1 << 30, 0.0,
                       "probes/serve_sweep.py: Hugging Face modules, StaticCache, CUDA graphs; no pool, no chunking",
-                      kernels_per_layer=0, paged=False)
+                      kernels_per_layer=0, paged=False, prefill_graphed=True)
 
 DEFAULT_ENGINE = "vllm"  # what a serving case without an engine is predicted as (CONTRACT.md)
 CASE_ENGINES = (*ENGINES, TRANSFORMERS.name)  # what a case's ``engine`` may name

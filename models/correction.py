@@ -181,7 +181,7 @@ ServeSample = tuple[ServeCase, ModelArch, PlatformSpec]
 SERVING_FITTED = (
     "weight_stream_eff", "kv_read_eff", "graph_kernel_s", "decode_graph_overhead_s", "prefill_attention_eff",
     "moe_stream_eff", "quant_gemm_eff", "int4_stream_eff", "tp_allreduce_latency_s", "gemm_eff_max",
-    "gemm_half_tokens", "attention_eff", "memory_eff", "generate_token_overhead_s", "kv_expand_factor",
+    "gemm_half_tokens", "attention_eff", "memory_eff", "generate_token_overhead_s", "kv_expand_factor", "prefill_kernel_s",
 )
 
 

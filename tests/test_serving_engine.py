@@ -97,6 +97,27 @@ def test_chunked_prefill_adds_up_chunk_by_chunk():
     assert prefill_s(t, 64, 512) != pytest.approx(4 * prefill_s(t, 16, 512), rel=1e-3)
 
 
+def test_an_eager_prefill_is_paced_by_its_launches_where_a_graphed_one_is_not():
+    """vLLM runs its 8k-token chunks eagerly: a short prompt's prefill takes at least its kernels' launches, and a
+    long one its GPU time (the launches hide behind it); the probed transformers runtime replays its prefill from a
+    graph, so its launches never bound it."""
+    from models.serving import graph_s, pass_time, prefill_passes, prefill_pass_s
+
+    eff = EFF.model_copy(update={"prefill_kernel_s": 20e-6})
+    platform = resolve_platform("h100x1")
+    arch = resolve_model("llama3-8b")
+    s = make_setup(arch, platform, from_fit(platform, eff), engine="vllm")
+    (short, n), = prefill_passes(s, 1, 128)
+    assert n == 1 and short.kernels * 20e-6 > 2 * short.gpu_s  # a launch-bound pass, else the test is empty
+    assert prefill_pass_s(s, short) >= short.kernels * 20e-6
+    long = pass_time(s, 1, 8192, 0, decode=False)
+    assert long.gpu_s > 4 * long.kernels * 20e-6
+    assert prefill_pass_s(s, long) == pytest.approx(long.gpu_s, rel=0.01)
+    graphed = make_setup(arch, platform, from_fit(platform, eff), engine="transformers")
+    (p, _), = prefill_passes(graphed, 1, 128)
+    assert prefill_pass_s(graphed, p) == graph_s(p, graphed.eff) < p.kernels * 20e-6
+
+
 def test_kv_bytes_come_from_one_function(monkeypatch):
     """A window cap in models.kv_cache reaches the decode step's reads, the memory and the pool's capacity."""
     full = serve("h100x1", "llama3-8b", batch_size=8, prompt_len=8192)
