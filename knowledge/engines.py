@@ -66,7 +66,8 @@ class Engine:
     # True: prefill replayed from CUDA graphs (the probed transformers runtime) or launched by a compiled runtime's C++
     # (TensorRT-LLM); False: prefill chunks run eagerly from Python, as vLLM V1 runs every chunk above its largest
     # captured size (512 tokens by default; its 8,192-token chunks never replay a graph) and SGLang its prefills
-    # (CUDA graphs for decode only), and as the project's engine emulation runs them (probes/engine_sweep.py)
+    # (CUDA graphs for decode only), and as the project's engine emulation runs them (probes/engine_sweep.py). vLLM's
+    # steps of at most 512 tokens replay piecewise graphs; they are charged as eager too (no such step was measured)
     prefill_graphed: bool = False
 
     def chunk_tokens_for(self, gpu_memory_gib: float, gpu_name: str = "") -> int:
