@@ -17,7 +17,7 @@ from knowledge.efficiency import Efficiencies
 from models.operators import training_operators
 from models.roofline import Ceilings
 from models.setup import TrainSetup
-from models.zero_comm import _collective_s, zero_communication  # noqa: F401  (_collective_s: its old home)
+from models.zero_comm import ZERO3_GATHER_PASSES, _collective_s, zero3_hook_passes, zero_communication  # noqa: F401  (_collective_s: its old home)
 
 # Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~8 kernels, RoPE ~10,
 # 7 projections, SDPA, SwiGLU 2, residuals 2, views/copies ~4); backward's CPU cost is this times
@@ -165,11 +165,16 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     comm = zero_communication(s, eff, c, calls)
     per_mb_comm, per_step_comm = comm.per_micro_batch_s, comm.per_step_s
     if case.engine == "deepspeed" and s.zero == 3:
-        passes = 2 + case.recompute
+        passes = zero3_hook_passes(case.recompute)
         zero3_hooks = passes * calls * eff.zero3_module_overhead_s
         bwd_cpu += zero3_hooks * (passes - 1) / passes
         fwd_cpu += zero3_hooks / passes
-    hidden = eff.grad_overlap * min(per_mb_comm, bwd_gpu + (full.gpu_s if s.zero == 3 else 0.0))
+    # ZeRO-3's gathers sit on the critical path (DeepSpeed fetches a module's weights as the module runs): unhidden,
+    # with two gathers (zero_comm), DeepSpeed's inter-node ZeRO-3 sweep (24 x 16 V100, 18B) comes out within 4-11% of
+    # each measured ratio and 3% of its TFLOP/s at 100 Gb/s (hidden like ZeRO-1/2's reduce-scatters, with three gathers:
+    # -12 to -23%, +22%); the choice was made looking at that sweep, so it is no held-out test of it. The study's
+    # servers left out whole moved from 28/52/147% to 28/47/142% (A800 / RTX 4090 / RTX 3090).
+    hidden = (0.0 if s.zero == 3 else eff.grad_overlap) * min(per_mb_comm, bwd_gpu)
     exposed_mb = per_mb_comm - hidden
 
     # micro-batch: per phase, GPU work and the CPU's dispatch overlap; the CPU side shows when it dominates
@@ -198,9 +203,9 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)
     if s.offload_params:
-        # ZeRO-3 parameter offload: every fetch (forward, backward, recompute) first copies the rank's
-        # 16-bit partition from pinned host memory, then all-gathers it (``zero_communication``)
-        offload += accum * (2 + case.recompute) * all_16bit / n / h2d
+        # ZeRO-3 parameter offload: every fetch (forward, backward) first copies the rank's 16-bit partition
+        # from pinned host memory, then all-gathers it (``zero_communication``)
+        offload += accum * ZERO3_GATHER_PASSES * all_16bit / n / h2d
 
     # DeepSpeed's bf16 / ZeRO-1/2 optimizer step leaves the GPU idle for a time that grows with the trainable
     # parameters of the rank (gradient norm, copies between the 16-bit and fp32 partitions) and with its trainable

@@ -62,7 +62,9 @@ def test_slow_network_picks_zeropp_and_its_config_passes_deepspeed(tmp_path: Pat
     assert r.exit_code == 0, r.output
     top = json.loads(r.stdout)["recommendations"][0]
     zero = top["deepspeed_config"]["zero_optimization"]
-    assert zero["stage"] == 3 and zero.get("zero_quantized_weights") and zero.get("zero_hpz_partition_size") == 8
+    # quantized weights across the slow network; hpZ's secondary copy halves the micro-batch that fits, which costs
+    # more than its intra-node backward gathers save once ZeRO-3's gathers are not hidden (2026-11-25)
+    assert zero["stage"] == 3 and zero.get("zero_quantized_weights")
     assert "ZeRO++" in top["summary"]
     assert validate_with_deepspeed(top["deepspeed_config"]) is None
 

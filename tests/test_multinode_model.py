@@ -125,8 +125,8 @@ def predict(**kw):
 def test_zero3_throughput_grows_with_bandwidth_and_saturates_at_compute() -> None:
     """No measured multi-node run is bundled (see knowledge/measurements/published/README.md): the physics
     instead. Communication-bound at 25 Gb/s (doubling the network nearly doubles throughput); once the
-    network outruns NVLink (8 x 400 Gb/s NDR and up) nothing changes, and the step is within 15% of its
-    compute alone (what stays exposed is the NVLink part of the gathers)."""
+    network outruns NVLink (8 x 400 Gb/s NDR and up) nothing changes, and what stays exposed is the NVLink part of
+    the gathers (not hidden behind compute since 2026-11-25: a quarter of the step here, against 97% at 25 Gb/s)."""
     gbps = [25, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600]
     preds = [predict(inter_node_gbps=g) for g in gbps]
     tps = [p.tokens_per_s for p in preds]
@@ -134,9 +134,9 @@ def test_zero3_throughput_grows_with_bandwidth_and_saturates_at_compute() -> Non
     assert all(a <= b for a, b in zip(tps, tps[1:]))
     assert tps[1] / tps[0] > 1.8
     assert tps[-1] == pytest.approx(tps[-3], rel=1e-9)
-    top = preds[-1]
-    compute_bound = top.tokens_per_s * top.step_time_s / (top.step_time_s - top.breakdown.communication_s)
-    assert top.tokens_per_s > 0.85 * compute_bound
+    top, slow = preds[-1], preds[0]
+    assert top.breakdown.communication_s < 0.02 * slow.breakdown.communication_s
+    assert top.breakdown.communication_s < 0.5 * top.step_time_s
 
 
 def test_zero3_on_more_nodes_takes_less_memory_per_gpu() -> None:

@@ -1,7 +1,8 @@
 """DeepSpeed's ZeRO-3 inter-node bandwidth sweep (tests/benchmarks/zero3_bandwidth_sweep.py): each
 predicted throughput ratio to the 100 Gb/s point within 25% of the measured one, at the benchmark's stated
 tokens per GPU (GPT-3's batch at that size over the 384 GPUs; the sweep does not quote it). Nothing in the
-model is fitted to the sweep: the network terms are line rates, the fabric's priors and NCCL's ring."""
+model is fitted to the sweep: the network terms are line rates, the fabric's priors and NCCL's ring (the structural
+choice that ZeRO-3's gathers are not hidden behind compute was made looking at it: see the benchmark)."""
 
 from tests.benchmarks.zero3_bandwidth_sweep import MEASURED_TFLOPS, ratio_errors, sweep
 
