@@ -205,11 +205,14 @@ def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
     return shapes
 
 
-def _layer_linear_names(model: Any) -> list[str]:
+def _layer_linear_names(model: Any, attention_only: bool = False) -> list[str]:
+    """The names of the decoder layers' linear modules; ``attention_only``: those inside the attention block (a module
+    path with ``attn`` or ``attention``)."""
     import torch
 
     return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                   if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"})
+                   if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"
+                   and (not attention_only or any(part in n.lower() for part in ("attn", "attention")))})
 
 
 def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] | None:
@@ -230,16 +233,7 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
     if set(usual) <= names:
         return None
     own = [t for t in PEFT_DEFAULTS.get(config.get("model_type", ""), []) if t in names]
-    return own or _attention_linear_names(model) or None
-
-
-def _attention_linear_names(model: Any) -> list[str]:
-    """The linear layers inside the decoder layers' attention blocks (a module path with ``attn`` or ``attention``)."""
-    import torch
-
-    return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                   if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"
-                   and any(part in n.lower() for part in ("attn", "attention"))})
+    return own or _layer_linear_names(model, attention_only=True) or None
 
 
 def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, Any]:
