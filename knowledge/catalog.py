@@ -226,8 +226,29 @@ _HF_KEYS = (
 _HF_ALIASES = {"num_local_experts": ("num_experts", "n_routed_experts"), "intermediate_size": ("moe_intermediate_size",)}
 
 
-def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
-    """A ModelArch from a Hugging Face config.json dict: the summary fields, and the config itself for the trace."""
+def _summary_from_transformers(cfg: dict[str, Any], missing: list[str]) -> dict[str, Any]:
+    """``cfg`` with the summary keys it names otherwise filled in as transformers' config class reads them (GPT-2's
+    ``n_embd``, Falcon's ``ffn_hidden_size`` or its default of 4 x hidden); ``cfg`` itself when the class refuses it."""
+    try:
+        import transformers
+
+        conf = transformers.AutoConfig.for_model(str(cfg["model_type"]), **{k: v for k, v in cfg.items() if k != "model_type"})
+    except Exception:  # noqa: BLE001 - the trace reports what the family's class refuses, in one line
+        return cfg
+    out = dict(cfg)
+    for k in missing:
+        names = ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim") if k == "intermediate_size" else (k,)
+        value = next((getattr(conf, n) for n in names if isinstance(getattr(conf, n, None), int)), None)
+        if value is None and k == "intermediate_size" and isinstance(getattr(conf, "hidden_size", None), int):
+            value = 4 * conf.hidden_size  # GPT-2's n_inner=None, Falcon's ffn_hidden_size=None: a 4x MLP
+        if value is not None:
+            out[k] = value
+    return out
+
+
+def arch_from_hf_config(cfg: dict[str, Any], name: str, hf_config: dict[str, Any] | None = None) -> ModelArch:
+    """A ModelArch from a Hugging Face config.json dict: the summary fields, and the config itself for the trace
+    (``hf_config``, default ``cfg``: the file as written, where ``cfg`` may carry summary keys read from it)."""
     fields = {k: cfg[k] for k in _HF_KEYS if cfg.get(k) is not None}
     experts = next((cfg[k] for k in _HF_ALIASES["num_local_experts"] if isinstance(cfg.get(k), int)), None)
     if "num_local_experts" not in fields and experts:
@@ -238,7 +259,7 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str) -> ModelArch:
     if "model_type" in cfg:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] in ("qwen2", "qwen2_moe")))  # q/k/v biases
-        fields["hf_config"] = {k: v for k, v in cfg.items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
+        fields["hf_config"] = {k: v for k, v in (hf_config or cfg).items() if not k.startswith("_") and k not in ("architectures", "auto_map")}
     if fields.get("num_experts_per_tok") and not fields.get("num_local_experts"):
         fields.pop("num_experts_per_tok")  # a dense model that names a default
     # strict: a boolean is not a layer count, "4096" and 4096.0 are not integers
@@ -332,6 +353,8 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
+        summary = _summary_from_transformers(cfg, missing) if missing and causal_lm_type(cfg.get("model_type")) else cfg
+        missing = [k for k in missing if k not in summary]
         if missing:
             raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (a decoder's config.json has them)")
         kind = cfg.get("model_type")
@@ -339,7 +362,7 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a causal LM that transformers "
                                f"builds; e.g. {', '.join(sorted(DECODER_MODEL_TYPES)[:8])}")
         try:
-            return arch_from_hf_config(cfg, name=str(cfg_path))
+            return arch_from_hf_config(summary, name=str(cfg_path), hf_config=cfg)
         except ValidationError as e:
             err = e.errors()[0]
             raise AdvisorError(f"model config {str(cfg_path)!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

@@ -260,6 +260,19 @@ FAMILIES = {
     "slm": CONFIGS + "stablelm-2-1.6b.json",
     "gran": CONFIGS + "granite-3.0-2b.json",
     "sc2": CONFIGS + "starcoder2-3b.json",
+    # 2026-11-25: ten more families, never run before (partial rotary and bias: GLM-4; a 256k vocabulary, parallel
+    # blocks and logit scaling: Cohere; multi-query and parallel blocks: Falcon; Phi-2; squared ReLU: Nemotron; layers
+    # without RoPE: SmolLM3; ERNIE-4.5; OLMo's parameter-free norms; routed experts: Granite-MoE, Qwen3-MoE)
+    "glm4": CONFIGS + "glm-4-9b.json",
+    "aya": CONFIGS + "aya-23-8b.json",
+    "falcon": CONFIGS + "falcon-7b.json",
+    "phi2": CONFIGS + "phi-2.json",
+    "nemo": CONFIGS + "nemotron-mini-4b.json",
+    "smol3": CONFIGS + "smollm3-3b.json",
+    "ernie": CONFIGS + "ernie-4.5-0.3b.json",
+    "olmo1": CONFIGS + "olmo-1b.json",
+    "gmoe": CONFIGS + "granite-3.0-3b-a800m.json",
+    "q3moe": CONFIGS + "qwen3-30b-a3b.json",
 }
 
 
@@ -718,7 +731,36 @@ def _phi3_default_targets(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),
+def _unseen_families(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Ten families no run of ours had seen (FAMILIES, 2026-11-25), one or two cases each on one GPU, LoRA and full,
+    PyTorch and DeepSpeed, predictions stored before they run (the fit of the day, without and with the machine's
+    profile). The last case asks whether PyTorch full training of routed experts runs at all with fp32 weights under
+    autocast (transformers' grouped_mm refuses fp32 inputs in the trace)."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    fam = _family_case(hw, prefix)
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return fam(cid, model, task, **{"_timeout_s": 100, "seq_len": 2048, **kw})
+
+    return [
+        c("glm4-lora-pt-mb2", "glm4", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("aya-lora-pt-mb2", "aya", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("gmoe-lora-pt-mb4", "gmoe", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("falcon-lora-pt-mb1", "falcon", "finetune", method="lora", micro_batch_size=1, **pt),
+        c("phi2-full-z1-mb2", "phi2", "finetune", method="full", micro_batch_size=2, zero_stage=1, **ds),
+        c("smol3-full-pt-rc-mb4-s4096", "smol3", "pretrain", method="full", micro_batch_size=4, seq_len=4096,
+          recompute=True, **pt),
+        c("nemo-lora-z0-mb4", "nemo", "finetune", method="lora", micro_batch_size=4, zero_stage=0, **ds),
+        c("gmoe-full-pt-mb2-s1024", "gmoe", "pretrain", method="full", micro_batch_size=2, seq_len=1024, **pt),
+        c("ernie-full-pt-mb8", "ernie", "pretrain", method="full", micro_batch_size=8, **pt),
+        c("olmo1-full-z2-mb4", "olmo1", "pretrain", method="full", micro_batch_size=4, zero_stage=2, **ds),
+        c("q3moe-lora-pt-mb1-s1024", "q3moe", "finetune", method="lora", micro_batch_size=1, seq_len=1024,
+          _timeout_s=150, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
+                         "h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),
                          "h200x2-families-validation": _families_validation_2gpu,
                          "h200x2-recommend-groups": _recommend_groups_2gpu,
                          "h100-recommend-groups": lambda: _recommend_groups_1gpu("h100x1", "h100g"),

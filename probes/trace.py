@@ -61,9 +61,10 @@ def _cut_config(config: dict[str, Any], layers: int, attention: str) -> Any:
 
     try:
         return config_from_dict(config, layers, attn_impl=attention)
-    except (ValueError, KeyError, TypeError) as e:
-        raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {config.get('model_type')!r}: "
-                           f"{str(e).splitlines()[0][:160]}") from None
+    except Exception as e:  # noqa: BLE001 - a family's config class raises what it likes (Exaone-4: ZeroDivisionError)
+        why = (str(e).splitlines() or [""])[0][:160]
+        raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {config.get('model_type')!r} "
+                           f"from this config: {type(e).__name__}: {why}") from None
 
 
 class _Counter:
@@ -206,12 +207,15 @@ def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
 
 
 def _layer_linear_names(model: Any, attention_only: bool = False) -> list[str]:
-    """The names of the decoder layers' linear modules; ``attention_only``: those inside the attention block (a module
-    path with ``attn`` or ``attention``)."""
+    """The names of the decoder layers' linear modules (under a numbered block: Llama's ``layers.0``, Falcon's and
+    GPT-2's ``h.0``); ``attention_only``: those inside the attention block (a module path with ``attn`` or
+    ``attention``)."""
+    import re
+
     import torch
 
     return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                   if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}"
+                   if isinstance(m, torch.nn.Linear) and re.search(r"\.\d+\.", f".{n}")
                    and (not attention_only or any(part in n.lower() for part in ("attn", "attention")))})
 
 
