@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -112,8 +113,14 @@ def refit(
         del report["_held"]
     # the fit this one replaces: a user's first refit keeps the bundled held-out figures when it skips them
     previous = _previous_fit(out)
+    parameters = model.efficiencies_.model_dump()
+    from knowledge.measurements import load_bundled_profiles
+
+    exponent = dispatch_launch_exponent(model.platform_factors_, load_bundled_profiles())
+    if exponent is not None:
+        parameters["dispatch_launch_exponent"] = exponent
     result = {
-        "parameters": model.efficiencies_.model_dump(),
+        "parameters": parameters,
         "platform_factors": model.platform_factors_,
         "fitted_on": {"data": data, "rows": model.n_samples_, "datasets": sorted({r.m.dataset for r in rows})},
         "train_mape": round(model.train_mape_, 4),
@@ -158,6 +165,22 @@ def refit_serving(data: str = "all", out: Path = CALIBRATION_DIR / "fitted.json"
     return result
 
 
+def dispatch_launch_exponent(platform_factors: dict[str, dict[str, float]], profiles: dict[str, Any]) -> float | None:
+    """How the per-kernel CPU cost follows a host's measured launch: the least-squares slope of log(fitted
+    ``kernel_time_s`` factor) on log(the profile's ``launch_overhead_s``) over the probed hosts the fit learned,
+    within [0, 1]; None with fewer than two hosts or launches within 10% of each other (nothing to learn from).
+
+    2026-11-25: H100 host 9.9 us, factor 1.17; the two H200 hosts 6.2 and 6.3 us, 0.85 and 0.90: 0.63."""
+    pts = [(math.log(p.launch_overhead_s), math.log(platform_factors[k]["kernel_time_s"])) for k, p in profiles.items()
+           if p.launch_overhead_s > 0 and platform_factors.get(k, {}).get("kernel_time_s", 0) > 0]
+    xs = [x for x, _ in pts]
+    if len(pts) < 2 or max(xs) - min(xs) < math.log(1.1):
+        return None
+    mx, my = sum(xs) / len(xs), sum(y for _, y in pts) / len(pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x in xs)
+    return round(min(max(slope, 0.0), 1.0), 3)
+
+
 def probe_ratio_table() -> dict[str, Any]:
     """Probe/datasheet ratios averaged per GPU generation (and over all) from the bundled profiles."""
     import statistics
@@ -182,8 +205,11 @@ def probe_ratio_table() -> dict[str, Any]:
         row: dict[str, Any] = {k: round(statistics.mean(getattr(r, k) for _, r, _ in items), 4) for k in ("matmul", "memory", "h2d")}
         for ic in sorted({p.interconnect for _, _, p in items if p.count > 1}):
             row[f"link_{ic}"] = round(statistics.mean(r.link for _, r, p in items if p.interconnect == ic and p.count > 1), 4)
+        launches = [r.launch_s for _, r, _ in items if r.launch_s]
+        if launches:  # the hosts' side: geometric mean, as the per-kernel cost scales by ratios (host_dispatch_scale)
+            row["launch_s"] = float(f"{math.exp(statistics.mean(math.log(x) for x in launches)):.4g}")
         row["source"] = "advisor probe: " + ", ".join(src for src, _, _ in items)
         table[key] = row
     return {"note": "probe / datasheet: large square bf16 GEMM, device copy, pinned host->device, NCCL all-reduce "
-                    "bus bandwidth; written by advisor.calibrate.probe_ratio_table from the bundled profiles",
+                    "bus bandwidth; launch_s: one small kernel launched from Python (seconds, the hosts' geometric mean); written by advisor.calibrate.probe_ratio_table from the bundled profiles",
             "ratios": table}

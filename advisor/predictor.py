@@ -108,10 +108,8 @@ def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitt
     if platform.id in factors:
         # the fit learned this machine from its runs, this profile's real layers included: its measured
         # ceilings replace the generation's averages, its layers are not counted a second time
-        return from_profile(platform, base, profile, None)
-    from models.correction import refit_on_profile  # scipy: only when a profile of a new machine is given
-
-    return from_profile(platform, base, profile, lambda eff, prof, ratios: refit_on_profile(eff, prof, platform, ratios))
+        return from_profile(platform, base, profile)
+    return from_profile(platform, base, profile, new_machine=True)
 
 
 def serving_calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitted: Efficiencies | None = None,

@@ -34,6 +34,7 @@ class Efficiencies(BaseModel):
     # 8 steps of Qwen3, Phi-3, Qwen1.5-MoE, OLMoE, DeepSeek-V2-Lite on one H100, 2026-11-24, knowledge/measurements/own/
     # logs/h100-anatomy-2026-11-24.jsonl; leaving each family out: GEMM time 5.5%, memory-bound time 10.5% MAPE, n=8)
     trace_gemm_eff_max: float = _p(0.98, "fitted (anatomy, above): a traced model's GEMM kernels reach 98% of the probed matmul ceiling at large row counts", 0.05, 1)
+    fp32_gemm_eff: float = _p(0.6, "measured: products of fp32 inputs (SDPA's math path, fp32 experts) reach ~60% of the datasheet FP32 rate on the CUDA cores (own H100 anatomy of Falcon-7B LoRA, 2026-11-25, probes/anatomy_cases_6b.jsonl: 7.3 TFLOP of fp32 attention products in 0.186 s, 0.58 of 67 TFLOP/s)", 0.05, 1)
     trace_gemm_half_rows: float = _p(273.0, "fitted (anatomy, above): rows per GEMM (per expert for routed experts' grouped GEMM) at which the efficiency is half its maximum", 1)
     # memory-bound kernels: contiguous ones stream at the bandwidth, strided ones (non-contiguous copies, indexing
     # elementwise kernels, concatenations) are bound by the SMs: on an H200 (same SMs and clock, 1.41x the bandwidth)
@@ -57,6 +58,7 @@ class Efficiencies(BaseModel):
     extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
+    dispatch_launch_exponent: float = _p(1.0, "how kernel_time_s follows a new host's measured launch of one small kernel from Python (advisor probe), as (launch / the probed hosts' launch) ** exponent; prior 1 (all of it the core's speed); advisor calibrate --full sets it to the log-log slope of the fitted per-host kernel_time_s factors on the probed hosts' launch (advisor.calibrate.dispatch_launch_exponent)", 0, 1)
     deepspeed_dispatch_factor: float = _p(1.2, "prior: DeepSpeed's engine wraps every module call (hooks, its own autocast, bookkeeping): CPU cost per kernel over plain PyTorch", 0.5, 5)
     lora_kernels_per_target: float = _p(7.0, "prior: kernels + Python of one PEFT LoRA layer's forward (input cast, A, B, scale, add; adapter loop)", 1, 30)
     backward_dispatch_factor: float = _p(1.5, "prior: autograd's CPU cost per forward kernel in backward (one node per op, 1-2 kernels each)", 0.5, 5)

@@ -248,34 +248,3 @@ class ServingCorrection(BaseEstimator, RegressorMixin):
         if eff is None:
             raise RuntimeError("ServingCorrection is not fitted; call fit first")
         return self._pairs(X, eff.model_dump())
-
-
-def refit_on_profile(eff: Efficiencies, profile, platform: PlatformSpec, ratios: ProbeRatios,
-                     params: tuple[str, ...] | None = None, prior_weight: float = 3.0) -> Efficiencies:
-    """The framework terms of ``eff`` refitted on the profile's real layers (its macro rows that ran).
-
-    The profile's measured ceilings are already in ``eff``; only ``params`` (default
-    ``models.calibration.LOCAL_PARAMS``) move, pulled toward their incoming values.
-    """
-    from pydantic import TypeAdapter
-
-    from knowledge.catalog import resolve_model
-    from knowledge.schema import Case
-    from models.calibration import LOCAL_PARAMS
-
-    X, y, ph = [], [], []
-    for m in profile.macro:
-        if not m.measured.tokens_per_s or m.case.get("task") == "serve":
-            continue
-        try:
-            case = TypeAdapter(Case).validate_python({**m.case, "hardware": platform.id})
-            X.append((case, resolve_model(case.model), platform))
-        except Exception:  # a row this version cannot read must not cost the others
-            continue
-        y.append(m.measured.tokens_per_s)
-        ph.append((m.measured.forward_s, m.measured.backward_s, m.measured.optimizer_s))
-    if len(X) < 4:
-        return eff
-    est = EfficiencyCorrection(prior=eff, params=params or LOCAL_PARAMS, prior_weight=prior_weight, platform_params=(),
-                               ratios=ratios)
-    return est.fit(X, y, ph).efficiencies_

@@ -127,6 +127,10 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
             t_f, t_b = att_f / rate, att_b / rate
         ops.append(Operator("attention (fused)" if fused else "attention QKᵀ, AV (eager)", "attention",
                             att_f, 0.0, t_f, per_layer, t_b))
+    f32_f, f32_b = max(part.fp32_flops_fwd.at(b, n), 0.0), max(part.fp32_flops_bwd.at(b, n), 0.0)
+    if f32_f + f32_b > 0 and c.fp32_flops > 0:  # SDPA's math path upcasts to fp32; fp32 experts: CUDA cores
+        rate = c.fp32_flops * eff.fp32_gemm_eff
+        ops.append(Operator("fp32 products (CUDA cores)", "matmul", f32_f, 0.0, f32_f / rate, per_layer, f32_b / rate))
     # memory-bound kernels: a bandwidth-bound and an SM-bound share per byte (contiguous kernels stream, strided ones
     # wait on the SMs), and those that follow an index (routing) pay more at the bandwidth
     per_byte_s = eff.trace_stream_hbm_fraction / c.memory_bps + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s

@@ -21,6 +21,7 @@ class Ceilings:
     pcie_bps: float
     cpu_cores: int
     sm_cycles_per_s: float = 0.0  # SMs x clock (datasheet; strided memory-bound kernels scale with it, not bandwidth)
+    fp32_flops: float = 0.0  # FLOP/s of FP32 on the CUDA cores (datasheet): products of fp32 inputs
     cpu_adam_gparams_s: float | None = None  # DeepSpeed CPU Adam measured on this host (catalog or profile)
     cpu_adam_threads: int | None = None  # ... on this many threads
     # ((processes, Gparam/s of each), ...): CPU Adam run by that many processes at once (advisor probe)
@@ -45,13 +46,16 @@ def link_efficiency(platform: PlatformSpec, eff: Efficiencies) -> float:
 class ProbeRatios:
     """What a probe achieves over the datasheet: a large square GEMM, a device copy, a pinned host->device
     copy, NCCL's bus bandwidth over the link. The efficiencies are fitted as fractions of these probed
-    ceilings, so a profile of the machine replaces the ratios and nothing is corrected twice."""
+    ceilings, so a profile of the machine replaces the ratios and nothing is corrected twice. ``launch_s`` is
+    the host's side: one small kernel launched from Python (the probed hosts' geometric mean in the fit's
+    frame, the machine's own in a profile), None where nobody measured it."""
 
     matmul: float = 1.0
     memory: float = 1.0
     h2d: float = 1.0
     link: float = 1.0
     source: str = "datasheet"
+    launch_s: float | None = None
 
 
 def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | None = None) -> Ceilings:
@@ -66,6 +70,7 @@ def ceilings(platform: PlatformSpec, eff: Efficiencies, ratios: ProbeRatios | No
         pcie_bps=concurrent_copy_bps(platform, platform.count) * r.h2d,
         cpu_cores=platform.host.cpu_cores,
         sm_cycles_per_s=g.sm_cycles_per_s,
+        fp32_flops=g.fp32_tflops * TFLOP,
         cpu_adam_gparams_s=platform.host.cpu_adam_gparams_per_s,
         cpu_adam_threads=platform.host.cpu_adam_threads or platform.host.cpu_cores,
     )

@@ -759,7 +759,34 @@ def _unseen_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _unseen_families_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The same ten families (FAMILIES, 2026-11-25) under other configurations, predicted by the code that learned
+    from their first runs (fp32 products, the first grid's Falcon anatomy) and stored before they run: DeepSpeed
+    ZeRO-0/1/2, recomputation, 1k-4k tokens, PEFT's default targets (Falcon, Phi-2), bf16 experts under DeepSpeed."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    fam = _family_case(hw, prefix)
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return fam(cid, model, task, **{"_timeout_s": 100, "seq_len": 2048, **kw})
+
+    return [
+        c("falcon-lora-z0-mb1-s1024", "falcon", "finetune", method="lora", micro_batch_size=1, seq_len=1024, zero_stage=0, **ds),
+        c("glm4-lora-z2-rc-mb1-s4096", "glm4", "finetune", method="lora", micro_batch_size=1, seq_len=4096, zero_stage=2,
+          recompute=True, **ds),
+        c("gmoe-full-z1-mb4-s1024", "gmoe", "pretrain", method="full", micro_batch_size=4, seq_len=1024, zero_stage=1, **ds),
+        c("phi2-lora-pt-mb4", "phi2", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("aya-lora-pt-rc-mb4", "aya", "finetune", method="lora", micro_batch_size=4, recompute=True, **pt),
+        c("nemo-lora-pt-rc-mb8", "nemo", "finetune", method="lora", micro_batch_size=8, recompute=True, **pt),
+        c("smol3-lora-pt-mb2-s4096", "smol3", "finetune", method="lora", micro_batch_size=2, seq_len=4096, **pt),
+        c("ernie-full-z1-mb16", "ernie", "pretrain", method="full", micro_batch_size=16, zero_stage=1, **ds),
+        c("olmo1-full-pt-rc-mb16", "olmo1", "pretrain", method="full", micro_batch_size=16, recompute=True, **pt),
+        c("gmoe-lora-pt-rc-mb8", "gmoe", "finetune", method="lora", micro_batch_size=8, recompute=True, **pt),
+        c("q3moe-lora-pt-mb1-s2048", "q3moe", "finetune", method="lora", micro_batch_size=1, _timeout_s=150, **pt),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
+                         "h100-unseen-families-2": lambda: _unseen_families_2("h100x1", "h100u2"),
                          "h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),
                          "h200x2-families-validation": _families_validation_2gpu,
                          "h200x2-recommend-groups": _recommend_groups_2gpu,

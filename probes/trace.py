@@ -80,6 +80,7 @@ class _Counter:
         self.gemms: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # flops, calls, token rows
         self.attn_flops = {"fwd": 0.0, "bwd": 0.0}
         self.masked_flops = {"fwd": 0.0, "bwd": 0.0}
+        self.fp32_flops = {"fwd": 0.0, "bwd": 0.0}  # products of fp32 inputs, whatever they multiply
         self.attn_calls = 0.0
         self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
         self.irregular_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved by IRREGULAR kernels
@@ -118,6 +119,9 @@ class _Counter:
             offs = next((x for x in args[2:] if hasattr(x, "shape")), None)
             groups = int(offs.shape[0]) if offs is not None else (b.shape[0] if b.dim() == 3 else 1)
         flops = 2.0 * batch * m * k * n
+        if str(a.dtype) == "torch.float32":  # the CUDA cores run it (SDPA's math path upcasts; fp32 experts), whatever it is
+            self.fp32_flops[self.phase] += flops
+            return
         dims = {"m": m, "k": k, "n": n}
         key = None
         for tok, (x, y) in (("m", ("k", "n")), ("k", ("m", "n")), ("n", ("m", "k"))):
@@ -151,14 +155,29 @@ def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> tuple[float, bool]:
     return (full / 2 if values.get("is_causal") else full), masked
 
 
+def _fp32_grouped_mm(func: Any, args: tuple, kwargs: dict, c: _Counter) -> Any:
+    """Routed experts' grouped product as CUDA runs it: bf16 in one kernel; fp32 (PyTorch full training keeps fp32
+    experts under autocast, which leaves grouped_mm alone) as one cuBLAS FP32 product per expert (own H100 anatomy of
+    Granite-MoE, 2026-11-25: sgemm kernels, 1,000+ calls a step), where the fake kernel accepts bf16 only."""
+    import torch
+
+    a = next((x for x in args if hasattr(x, "dtype")), None)
+    if a is None or a.dtype != torch.float32:
+        return func(*args, **kwargs)
+    proxy = [x.to(torch.bfloat16) if hasattr(x, "dtype") and x.dtype == torch.float32 else x for x in args]
+    offs = next((x for x in args[2:] if hasattr(x, "shape")), None)
+    c.kernels[c.phase] += (int(offs.shape[0]) - 1) if offs is not None else 0  # one launch per expert
+    return func(*proxy, **kwargs).to(torch.float32)
+
+
 def _mode(c: _Counter) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            out = func(*args, **kwargs)
             name = func.overloadpacket.__name__
+            out = _fp32_grouped_mm(func, args, kwargs, c) if name == "_grouped_mm" else func(*args, **kwargs)
             if func.is_view or name in NO_KERNEL or func.namespace != "aten":
                 return out
             flat = out if isinstance(out, (tuple, list)) else (out,)
@@ -427,6 +446,8 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "attention_flops_bwd": fit([c.attn_flops["bwd"] for c in cs]),
         "masked_attention_flops_fwd": fit([c.masked_flops["fwd"] for c in cs]),
         "masked_attention_flops_bwd": fit([c.masked_flops["bwd"] for c in cs]),
+        "fp32_flops_fwd": fit([c.fp32_flops["fwd"] for c in cs]),
+        "fp32_flops_bwd": fit([c.fp32_flops["bwd"] for c in cs]),
         "attention_calls": cs[0].attn_calls,
         "other_bytes_fwd": fit([c.other_bytes["fwd"] for c in cs]),
         "other_bytes_bwd": fit([c.other_bytes["bwd"] for c in cs]),
@@ -453,7 +474,7 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
                               flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter,
                               grouped=grouped))
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
+              "fp32_flops_fwd", "fp32_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
     counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in fields},
                 **{f: (b[f] - a[f]) * inv for f in counts})
@@ -492,7 +513,7 @@ def _whole_part(a: dict[str, Any]) -> Part:
                   grouped=k[5])
              for k, (f, c, r) in sorted(a["gemms"].items())]
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes",
+              "fp32_flops_fwd", "fp32_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes",
               "attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: a[f] for f in fields})
 

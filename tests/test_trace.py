@@ -198,3 +198,38 @@ def test_a_long_layer_pattern_is_traced_one_layer_per_kind(monkeypatch) -> None:
     assert gemm(typed) == pytest.approx(gemm(period), rel=1e-6)
     # the model's own split of masked (sliding) attention: 12 of 14 layers, where the pattern's average says 5 of 6
     assert typed.total("masked_attention_flops_fwd", 2, 512) < period.total("masked_attention_flops_fwd", 2, 512) * 1.03
+
+
+FALCON_TOY = {"model_type": "falcon", "hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False, "bias": False,
+              "vocab_size": 1000, "alibi": False}
+GRANITEMOE_TOY = {"model_type": "granitemoe", "hidden_size": 128, "intermediate_size": 64, "num_hidden_layers": 2,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2,
+                  "vocab_size": 1000}
+
+
+def test_products_of_fp32_inputs_are_counted_apart() -> None:
+    """SDPA's math path upcasts to fp32 (Falcon's multi-query attention given a mask: own H100 anatomy, fp32 cuBLAS
+    products); a fused SDPA leaves none. fp32 experts under autocast (PyTorch full training of routed experts) are
+    traced as CUDA runs them, one fp32 product per expert, where the fake kernel takes bf16 only."""
+    falcon = trace_model(FALCON_TOY, TraceVariant(trains="adapters", lora_targets=["query_key_value"], lora_rank=8))
+    assert falcon.layer.fp32_flops_fwd.per_token_seq > 0 and falcon.layer.attention_flops_fwd.per_token_seq == 0
+    qwen = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    assert qwen.layer.fp32_flops_fwd.per_token_seq == 0 and qwen.layer.attention_flops_fwd.per_token_seq > 0
+    moe = trace_model(GRANITEMOE_TOY, TraceVariant(trains="all", fp32_weights=True, autocast=True))
+    assert moe.layer.fp32_flops_fwd.per_token > 0 and moe.layer.fp32_flops_bwd.per_token > 0
+
+
+def test_a_config_in_the_family_s_own_names_is_read_as_transformers_reads_it(tmp_path) -> None:
+    """Falcon's config.json names no intermediate_size (its MLP is 4 x hidden); its layers are ``h.N``: PEFT's own
+    default target for the type is found there."""
+    import json
+
+    from knowledge.catalog import resolve_model
+    from probes.trace import default_lora_targets
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FALCON_TOY))
+    arch = resolve_model(str(path))
+    assert arch.intermediate_size == 4 * 128 and "intermediate_size" not in arch.hf_config
+    assert default_lora_targets(FALCON_TOY, ["q_proj", "k_proj", "v_proj", "o_proj"]) == ["query_key_value"]

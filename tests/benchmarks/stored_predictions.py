@@ -41,8 +41,12 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
     print(f"{'run':38s} {'measured':>16s} | {'stored before':>26s} | {'code of today':>26s}")
     for r in rows:
         m, cid = r["measured"], r["case"]["id"]
-        q = now_p.predict(TrainCase.model_validate(r["case"])).model_dump()
+        q = now_p.predict_or_error(TrainCase.model_validate(r["case"])).model_dump()
         b = before[cid]
+        if "error" in b or "error" in q:  # a case one of them refused: its line, not a score
+            said = [f"error: {p['error'][:60]}" if "error" in p else f"{p['tokens_per_s']:7.0f} {p['peak_mem_gib']:5.1f}" for p in (b, q)]
+            print(f"{cid:38s} measured {m.get('tokens_per_s') or 0:7.0f} | stored: {said[0]} | today: {said[1]}")
+            continue
         stored.append((b, m))
         now.append((q, m))
         meas = f"{m['tokens_per_s']:7.0f} {m['peak_mem_gib']:5.1f}" if m.get("tokens_per_s") else f"OOM {m.get('peak_mem_gib') or 0:5.1f}"

@@ -1,0 +1,56 @@
+"""A profile of a machine the fit never saw brings its host's CPU speed: the per-kernel dispatch cost follows the
+host's measured launch of one small kernel (models.calibration.host_dispatch_scale), with the exponent the bundled
+fit learned from the probed hosts."""
+
+import json
+
+import pytest
+
+from advisor.calibrate import dispatch_launch_exponent
+from advisor.predictor import calibration_for
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
+from knowledge.measurements import load_bundled_profiles
+from knowledge.schema import TrainCase
+from models.calibration import host_dispatch_scale
+from models.training import predict_training
+
+
+def test_scale_is_the_launch_ratio_to_the_exponent():
+    assert host_dispatch_scale(2e-5, 1e-5, 0.5) == pytest.approx(2**0.5)
+    assert host_dispatch_scale(1e-5, 1e-5, 0.63) == pytest.approx(1.0)
+    assert host_dispatch_scale(None, 1e-5, 1.0) == 1.0  # an old profile without the launch probe changes nothing
+    assert host_dispatch_scale(1e-5, None, 1.0) == 1.0
+
+
+def test_the_bundled_exponent_is_the_slope_of_the_bundled_fit():
+    fit = json.loads((CALIBRATION_DIR / "fitted.json").read_text())
+    exponent = dispatch_launch_exponent(fit["platform_factors"], load_bundled_profiles())
+    assert exponent is not None and 0.0 < exponent <= 1.0
+    assert load_efficiencies().dispatch_launch_exponent == pytest.approx(exponent, abs=1e-3)
+
+
+def test_no_slope_from_hosts_that_launch_alike():
+    profiles = load_bundled_profiles()
+    same = {k: p.model_copy(update={"launch_overhead_s": 7e-6}) for k, p in profiles.items()}
+    fit = json.loads((CALIBRATION_DIR / "fitted.json").read_text())
+    assert dispatch_launch_exponent(fit["platform_factors"], same) is None
+
+
+def _cpu_bound_tokens_per_s(hardware: str, launch_s: float) -> float:
+    prof = load_bundled_profiles()["h100x1"].model_copy(update={"launch_overhead_s": launch_s})
+    platform = resolve_platform(hardware)
+    case = TrainCase(id="c", hardware=hardware, model="llama2-7b", task="finetune", method="lora", engine="pytorch",
+                     micro_batch_size=1, seq_len=256, gpus=platform.count)
+    return predict_training(case, resolve_model("llama2-7b"), platform, calibration_for(platform, prof)).tokens_per_s
+
+
+def test_a_new_hosts_slower_launch_makes_a_cpu_bound_step_slower():
+    # h100x2: no run of it in the fit, so its profile's host is all the prediction knows of its CPU
+    slow, fast = _cpu_bound_tokens_per_s("h100x2", 2e-5), _cpu_bound_tokens_per_s("h100x2", 5e-6)
+    assert slow < 0.8 * fast
+
+
+def test_a_machine_the_fit_learned_keeps_its_learned_dispatch():
+    # the H100 host's factors came from its own runs: its profile's launch must not count a second time
+    assert _cpu_bound_tokens_per_s("h100x1", 2e-5) == pytest.approx(_cpu_bound_tokens_per_s("h100x1", 5e-6))
