@@ -326,8 +326,8 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
 
 @contextlib.contextmanager
 def _cuda_norms() -> Iterator[None]:
-    """CUDA autocast's rules for norms on CPU tensors: CPU autocast leaves layer_norm / group_norm in bf16, CUDA's runs
-    them in fp32 (its fp32 list), so a LayerNorm model's residual branch comes out fp32 there. Held over the backward
+    """CUDA autocast's rules on CPU tensors: CPU autocast leaves layer_norm / group_norm (and pow, exp, softmax...) in
+    bf16, CUDA's runs them in fp32 (its fp32 list), so a LayerNorm model's residual branch comes out fp32 there. Held over the backward
     too: a checkpointed layer recomputes its forward there under the autocast state it saved, and must get the
     dtypes it saved (StarCoder2 LoRA with recomputation failed to trace without it)."""
     import torch
@@ -337,7 +337,8 @@ def _cuda_norms() -> Iterator[None]:
 
     def fp32(fn: Any) -> Any:
         def run(x: Any, *args: Any, **kw: Any) -> Any:
-            if not torch.is_autocast_enabled("cpu") or x.dtype == torch.float32:
+            if (not torch.is_autocast_enabled("cpu") or not isinstance(x, torch.Tensor) or not x.is_floating_point()
+                    or x.dtype == torch.float32):
                 return fn(x, *args, **kw)
             with torch.autocast("cpu", enabled=False):
                 up = [a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
@@ -346,10 +347,21 @@ def _cuda_norms() -> Iterator[None]:
         return run
 
     f.layer_norm, f.group_norm = fp32(old[0]), fp32(old[1])
+    # CUDA autocast's fp32 list beyond the norms, where model code calls it on activations: Phi-2's tanh GELU and
+    # Nemotron's squared ReLU (pow) run in fp32 on a GPU, with their fp32 inputs saved (own H100 anatomy, 2026-11-25:
+    # fp32 elementwise kernels, 62 GiB where the bf16 trace counted 47)
+    T = torch.Tensor
+    upcast = [(torch, "pow"), (T, "pow"), (T, "__pow__"), (torch, "exp"), (T, "exp"), (torch, "rsqrt"), (T, "rsqrt"),
+              (f, "softmax"), (f, "log_softmax"), (torch, "softmax"), (T, "softmax"), (f, "softplus")]
+    kept = [(owner, name, getattr(owner, name)) for owner, name in upcast]
+    for owner, name, fn in kept:
+        setattr(owner, name, fp32(fn))
     try:
         yield
     finally:
         f.layer_norm, f.group_norm = old
+        for owner, name, fn in kept:
+            setattr(owner, name, fn)
 
 
 @contextlib.contextmanager
