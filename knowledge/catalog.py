@@ -281,7 +281,9 @@ def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
     if isinstance(latent, int) and latent > 0:
         values, split = latent + int(getattr(conf, "qk_rope_head_dim", 0) or 0), False
     else:
-        heads = int(getattr(conf, "num_key_value_heads", None) or conf.num_attention_heads)
+        heads = int(getattr(conf, "num_key_value_heads", None) or getattr(conf, "num_kv_heads", None) or conf.num_attention_heads)
+        if getattr(conf, "multi_query", False) and not getattr(conf, "new_decoder_architecture", False):
+            heads = 1  # Falcon-7B's and GPT-BigCode's multi-query attention: one K/V head, whatever num_kv_heads says
         head_dim = int(getattr(conf, "head_dim", None) or conf.hidden_size // conf.num_attention_heads)
         values, split = 2 * heads * head_dim, True
     window = getattr(conf, "sliding_window", None)

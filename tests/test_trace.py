@@ -233,3 +233,11 @@ def test_a_config_in_the_family_s_own_names_is_read_as_transformers_reads_it(tmp
     arch = resolve_model(str(path))
     assert arch.intermediate_size == 4 * 128 and "intermediate_size" not in arch.hf_config
     assert default_lora_targets(FALCON_TOY, ["q_proj", "k_proj", "v_proj", "o_proj"]) == ["query_key_value"]
+
+
+def test_multi_query_attention_caches_one_head() -> None:
+    """Falcon-7B's config keeps num_kv_heads at its 71 query heads; its multi-query attention caches one K/V head."""
+    from knowledge.catalog import kv_groups
+
+    groups = kv_groups({**FALCON_TOY, "num_hidden_layers": 2})
+    assert groups and groups[0]["values_per_token"] == 2 * 1 * (128 // 4)
