@@ -94,7 +94,7 @@ def efficiencies_for(platform: PlatformSpec, eff: Efficiencies | None = None) ->
 def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitted: Efficiencies | None = None,
                     factors: dict[str, dict[str, float]] | None = None) -> Calibration:
     """The one calibration a prediction on ``platform`` uses: the fit with the platform's learned factors,
-    or, with a profile of that machine, its measured ceilings and its real layers' framework terms.
+    or, with a profile of that machine, its measured ceilings (and, on a machine the fit never saw, its host's launch).
 
     A profile of another GPU (or of a CPU) raises AdvisorError: it would silently change nothing.
     """

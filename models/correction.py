@@ -23,7 +23,7 @@ from knowledge.schema import ModelArch, PlatformSpec, ServeCase, TrainCase
 from models.platform_factors import PLATFORM_PARAMS, platform_values
 from models.platform_factors import bounds as _bounds
 from models.calibration import default_ratios
-from models.roofline import ProbeRatios, ceilings
+from models.roofline import ceilings
 from models.setup import derive
 from models.step_time import tokens_per_step, training_step_time
 
@@ -72,7 +72,7 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
     def __init__(
         self, prior: Efficiencies | None = None, params: tuple[str, ...] = FITTED, prior_weight: float = 0.1,
         platform_weight: float = 1.0, platform_params: tuple[str, ...] = PLATFORM_PARAMS, phase_weight: float = 0.5,
-        ratio_table: dict | None = None, ratios: ProbeRatios | None = None,
+        ratio_table: dict | None = None,
     ) -> None:
         self.prior = prior
         self.params = params
@@ -81,12 +81,11 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         self.platform_params = platform_params
         self.phase_weight = phase_weight
         self.ratio_table = ratio_table  # probe/datasheet ratios by GPU generation: the frame of the fit
-        self.ratios = ratios  # or one machine's ratios for every row (a profile's local refit)
 
     # Samples are prepared once: the derivation and ceilings do not depend on the fitted values,
     # except the link efficiency, which is looked up per platform inside the loop.
     def _prepare(self, X: Sequence[TrainSample]):
-        return [(derive(c, a, p), p, self.ratios or default_ratios(p, self.ratio_table)) for c, a, p in X]
+        return [(derive(c, a, p), p, default_ratios(p, self.ratio_table)) for c, a, p in X]
 
     @staticmethod
     def _step_times(prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:
