@@ -226,24 +226,30 @@ _HF_KEYS = (
 _HF_ALIASES = {"num_local_experts": ("num_experts", "n_routed_experts"), "intermediate_size": ("moe_intermediate_size",)}
 
 
-def _summary_from_transformers(cfg: dict[str, Any], missing: list[str]) -> dict[str, Any]:
+def _summary_from_transformers(cfg: dict[str, Any], missing: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
     """``cfg`` with the summary keys it names otherwise filled in as transformers' config class reads them (GPT-2's
-    ``n_embd``, Falcon's ``ffn_hidden_size`` or its default of 4 x hidden); ``cfg`` itself when the class refuses it."""
+    ``n_embd``, Falcon's ``ffn_hidden_size`` or its default of 4 x hidden), and the family's own names of the summary
+    keys ({"num_hidden_layers": "n_layer"}); ``cfg`` itself and no names when the class refuses it."""
     try:
         import transformers
 
         conf = transformers.AutoConfig.for_model(str(cfg["model_type"]), **{k: v for k, v in cfg.items() if k != "model_type"})
     except Exception:  # noqa: BLE001 - the trace reports what the family's class refuses, in one line
-        return cfg
+        return cfg, {}
     out = dict(cfg)
+    aliases = getattr(type(conf), "attribute_map", {}) or {}
     for k in missing:
-        names = ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim") if k == "intermediate_size" else (k,)
-        value = next((getattr(conf, n) for n in names if isinstance(getattr(conf, n, None), int)), None)
-        if value is None and k == "intermediate_size" and isinstance(getattr(conf, "hidden_size", None), int):
-            value = 4 * conf.hidden_size  # GPT-2's n_inner=None, Falcon's ffn_hidden_size=None: a 4x MLP
+        if k != "intermediate_size":  # only under the family's own name (GPT-2's n_layer), never a class default
+            if aliases.get(k) in cfg and isinstance(cfg[aliases[k]], int):
+                out[k] = cfg[aliases[k]]
+            continue
+        value = next((getattr(conf, n) for n in ("ffn_hidden_size", "n_inner", "ffn_dim") if isinstance(getattr(conf, n, None), int)), None)
+        hidden = out.get("hidden_size")
+        if value is None and isinstance(hidden, int):
+            value = 4 * hidden  # GPT-2's n_inner=None, Falcon's ffn_hidden_size=None: a 4x MLP
         if value is not None:
             out[k] = value
-    return out
+    return out, {k: v for k, v in aliases.items() if isinstance(v, str)}
 
 
 def arch_from_hf_config(cfg: dict[str, Any], name: str, hf_config: dict[str, Any] | None = None) -> ModelArch:
@@ -310,10 +316,11 @@ def causal_lm_type(kind: Any) -> bool:
     if kind in DECODER_MODEL_TYPES or kind in OTHER_CAUSAL_LM_TYPES:
         return True
     try:
-        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
     except ImportError:  # pragma: no cover
         return False
-    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    # an encoder's causal head (BERT's BertLMHeadModel, RoBERTa's, BART's) is its decoder mode, not a causal LM
+    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
 def resolve_model(model: str | dict[str, Any]) -> ModelArch:
@@ -355,8 +362,8 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
-        summary = _summary_from_transformers(cfg, missing) if missing and causal_lm_type(cfg.get("model_type")) else cfg
-        missing = [k for k in missing if k not in summary]
+        summary, names = _summary_from_transformers(cfg, missing) if missing and causal_lm_type(cfg.get("model_type")) else (cfg, {})
+        missing = [f"{k} ({names[k]})" if k in names else k for k in missing if k not in summary]
         if missing:
             raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (a decoder's config.json has them)")
         kind = cfg.get("model_type")
@@ -364,7 +371,8 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             raise AdvisorError(f"model config {str(cfg_path)!r}: model_type {kind!r} is not a causal LM that transformers "
                                f"builds; e.g. {', '.join(sorted(DECODER_MODEL_TYPES)[:8])}")
         try:
-            return arch_from_hf_config(summary, name=str(cfg_path), hf_config=cfg)
+            named = {k: v for k, v in summary.items() if k != "intermediate_size" or k in cfg}
+            return arch_from_hf_config(summary, name=str(cfg_path), hf_config=named)
         except ValidationError as e:
             err = e.errors()[0]
             raise AdvisorError(f"model config {str(cfg_path)!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

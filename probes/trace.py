@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import time
 import weakref
 from collections import defaultdict
@@ -27,6 +28,13 @@ from knowledge.traces import ArchTrace, Gemm, ParamTrace, Part, Poly, TraceVaria
 
 SEQS = (120, 184, 248)  # token counts that no model dimension equals, so a product's token side is unambiguous
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"}
+_BLOCK = re.compile(r"\.\d+\.")
+
+
+def in_block(module_name: str) -> bool:
+    """Is this module inside a numbered decoder block (Llama's ``model.layers.0``, Falcon's and GPT-2's
+    ``transformer.h.0``)? What quantization replaces, what LoRA lists and what DeepSpeed hooks per layer."""
+    return bool(_BLOCK.search(f".{module_name}."))
 # kernels whose memory access follows an index (routing's gathers and scatters, sorts, embedding lookups): they move
 # their bytes at a lower rate than streaming elementwise kernels (own H100 kernel times, probes/anatomy.py)
 IRREGULAR = {"index", "index_select", "index_put", "_index_put_impl", "index_add", "index_copy", "gather", "scatter",
@@ -217,7 +225,7 @@ def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
         if not isinstance(w, torch.Tensor) or w.dim() < 2:
             continue
         adapter = ".lora_" in name
-        quant = isinstance(mod, torch.nn.Linear) and ".layers." in f".{name}" and not adapter and "lm_head" not in name
+        quant = isinstance(mod, torch.nn.Linear) and in_block(name) and not adapter and "lm_head" not in name
         shapes.setdefault(frozenset(w.shape[-2:]), (quant, adapter))
     for name, p in model.named_parameters():  # fused expert tensors (E, out, in) are parameters, not Linears
         if p.dim() == 3:
@@ -228,13 +236,12 @@ def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
 def _layer_linear_names(model: Any, attention_only: bool = False) -> list[str]:
     """The names of the decoder layers' linear modules (under a numbered block: Llama's ``layers.0``, Falcon's and
     GPT-2's ``h.0``); ``attention_only``: those inside the attention block (a module path with ``attn`` or
-    ``attention``)."""
-    import re
-
+    ``attention``); GPT-2's ``Conv1D`` projections count as linears (PEFT adapts them)."""
     import torch
+    from transformers.pytorch_utils import Conv1D
 
     return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                   if isinstance(m, torch.nn.Linear) and re.search(r"\.\d+\.", f".{n}")
+                   if isinstance(m, (torch.nn.Linear, Conv1D)) and in_block(n)
                    and (not attention_only or any(part in n.lower() for part in ("attn", "attention")))})
 
 
@@ -290,7 +297,7 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, A
         _as_bitsandbytes(model)
     if v.trains == "non-projections":
         for n, m in model.named_modules():
-            if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}":
+            if isinstance(m, torch.nn.Linear) and in_block(n):
                 m.weight.requires_grad_(False)
     return model, fake
 
@@ -306,7 +313,7 @@ def _as_bitsandbytes(model: Any) -> None:
         return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, bias).to(x.dtype)
 
     for n, m in model.named_modules():
-        if type(m) is torch.nn.Linear and ".layers." in f".{n}" and ".lora_" not in n:
+        if type(m) is torch.nn.Linear and in_block(n) and ".lora_" not in n:
             m.forward = forward.__get__(m)
 
 
@@ -546,18 +553,18 @@ def _params(model: Any) -> dict[str, float]:
         return float(n)
 
     quant = sum(m.weight.numel() for n, m in model.named_modules()
-                if isinstance(m, torch.nn.Linear) and ".layers." in f".{n}" and ".lora_" not in n)
+                if isinstance(m, torch.nn.Linear) and in_block(n) and ".lora_" not in n)
     emb = model.get_input_embeddings().weight
     head = model.get_output_embeddings()
     tied = head is not None and head.weight.untyped_storage()._cdata == emb.untyped_storage()._cdata
-    leaf_modules = [m for n, m in model.named_modules() if ".layers." in f".{n}"
+    leaf_modules = [m for n, m in model.named_modules() if in_block(n)
                     and any(True for _ in m.parameters(recurse=False))]
     return {
         "total": count(lambda n, p: ".lora_" not in n), "trainable": count(lambda n, p: p.requires_grad),
         "adapter": count(lambda n, p: ".lora_" in n), "quantizable": float(quant), "embedding": float(emb.numel()),
         "lm_head": 0.0 if tied or head is None else float(head.weight.numel()),
         "largest": float(max(p.numel() for p in model.parameters())),
-        "tensors_trainable": float(sum(1 for n, p in model.named_parameters() if p.requires_grad and ".layers." in f".{n}")),
+        "tensors_trainable": float(sum(1 for n, p in model.named_parameters() if p.requires_grad and in_block(n))),
         "modules": float(len(leaf_modules)),
     }
 

@@ -341,7 +341,12 @@ def test_hf_config_missing_keys_is_a_case_error(tmp_path):
     r = run_predict(tmp_path, [train("gpt2", model=str(path))])
     assert r.exit_code == 1
     (row,) = out_lines(r)
-    assert "hidden_size" in row["error"] and "\n" not in row["error"]
+    # GPT-2's n_embd is its hidden_size; what it lacks is named in both tongues, never taken from a class default
+    err = row["error"]
+    assert "num_hidden_layers (n_layer)" in err and "hidden_size" not in err and "\n" not in err
+    path.write_text(json.dumps({"model_type": "gpt2", "vocab_size": 50257}))
+    (row,) = out_lines(run_predict(tmp_path, [train("gpt2", model=str(path))]))
+    assert "hidden_size (n_embd)" in row["error"]
 
 
 # ------------------------------------------------------------------------------- profile, determinism

@@ -78,7 +78,7 @@ def test_fit_returns_self_and_learned_attributes_end_with_underscore(rows):
     est = EfficiencyCorrection()
     params = set(est.get_params())
     assert params == {"prior", "params", "prior_weight", "platform_weight", "platform_params", "phase_weight",
-                      "ratio_table", "ratios"}
+                      "ratio_table"}
     assert not [k for k in vars(est) if k.endswith("_")]  # nothing learned before fit
     X, y = [r.sample for r in rows[:8]], [r.m.measured.tokens_per_s for r in rows[:8]]
     assert est.fit(X, y) is est

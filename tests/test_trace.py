@@ -241,3 +241,12 @@ def test_multi_query_attention_caches_one_head() -> None:
 
     groups = kv_groups({**FALCON_TOY, "num_hidden_layers": 2})
     assert groups and groups[0]["values_per_token"] == 2 * 1 * (128 // 4)
+
+
+def test_a_falcon_s_blocks_are_decoder_layers() -> None:
+    """Falcon's layers are ``transformer.h.N``: its projections are quantized, its adapters and tensors counted per
+    layer like a Llama's ``model.layers.N`` (an NF4 base was once priced and sized as bf16)."""
+    lora = TraceVariant(trains="adapters", lora_targets=["query_key_value"], lora_rank=8)
+    t = trace_model(FALCON_TOY, lora)
+    assert t.params.quantizable > 0 and t.params.tensors_trainable_per_layer == 2
+    assert any(g.quantizable for g in t.layer.gemms)
