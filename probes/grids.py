@@ -785,7 +785,30 @@ def _unseen_families_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
+def _recommend_unseen(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """recommend's top-ranked bf16 configurations (2026-11-25, bundled fit, no profile; ranks in the ids) of Falcon-7B
+    and GLM-4-9B LoRA fine-tuning at 2k on one H100, predictions stored before they run. Falcon's picks use eager
+    attention: its SDPA path (multi-query with a mask) runs fp32 products, predicted 2x slower; the SDPA case at the
+    end is the comparator (not a pick). ZeRO 1/2 written as 1; QLoRA picks left out (no bitsandbytes carried)."""
+    ds = {"engine": "deepspeed"}
+    fam = _family_case(hw, prefix)
+
+    def c(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        return fam(cid, model, "finetune", method="lora", seq_len=2048, **{"_timeout_s": 110, **kw})
+
+    return [
+        c("falcon-ft-r1-z0-eager-mb2", "falcon", zero_stage=0, flash_attention=False, micro_batch_size=2, **ds),
+        c("glm4-ft-r1-z0-mb2", "glm4", zero_stage=0, micro_batch_size=2, **ds),
+        c("falcon-ft-r2-z1-offopt-eager-mb2", "falcon", zero_stage=1, offload="optimizer", flash_attention=False,
+          micro_batch_size=2, **ds),
+        c("glm4-ft-r2-z1-mb2", "glm4", zero_stage=1, micro_batch_size=2, **ds),
+        c("falcon-ft-r3-z0-eager-mb1", "falcon", zero_stage=0, flash_attention=False, micro_batch_size=1, **ds),
+        c("falcon-ft-x-z0-sdpa-mb1", "falcon", zero_stage=0, flash_attention=True, micro_batch_size=1, **ds),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
+                         "h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
                          "h100-unseen-families-2": lambda: _unseen_families_2("h100x1", "h100u2"),
                          "h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),
                          "h200x2-families-validation": _families_validation_2gpu,
