@@ -1,5 +1,6 @@
 """What `advisor recommend` ranked first, run: each job's top-ranked configurations (ranks in the run ids) on one H100
-(two sets: eight jobs) and on two H200s, 2026-11-24, and Phi-3 LoRA with its default targets on one H100, 2026-11-25;
+(two sets: eight jobs) and on two H200s, 2026-11-24, and Phi-3 LoRA with its default targets, Falcon-7B and GLM-4-9B
+LoRA (families never run before that day) on one H100, 2026-11-25;
 predictions stored before each call (``knowledge/measurements/own/logs/<set>-predictions-<date>.jsonl``; the code that made them is the commit that added that file). Per
 job: did the configuration ranked first (the stored prediction's fastest fitting) run, and was it within 5% of the
 fastest measured? Runs that crashed for a reason of the harness (a package not carried) are not scored.
@@ -15,13 +16,14 @@ from collections import defaultdict
 from tests.benchmarks.stored_predictions import OWN, Pair, compare, lines, score
 
 SETS = {"h100-recommend-groups": "2026-11-24", "h100-recommend-groups-2": "2026-11-24", "h200x2-recommend-groups": "2026-11-24",
-        "h100-phi3-default-targets": "2026-11-25"}
+        "h100-phi3-default-targets": "2026-11-25", "h100-recommend-unseen": "2026-11-25"}
 WITHIN = 0.05
 
 
 def job(run_id: str) -> str:
-    """'h100g-g9-ft-r1-lora-pt-mb1' -> 'h100g-g9-ft': what comes before the rank (machine, model and task)."""
-    return re.split(r"-r\d+-", run_id, maxsplit=1)[0]
+    """'h100g-g9-ft-r1-lora-pt-mb1' -> 'h100g-g9-ft': what comes before the rank (machine, model and task); a
+    comparator run that no pick ranked carries 'x' for its rank ('h100r2-falcon-ft-x-z0-sdpa-mb1')."""
+    return re.split(r"-(?:r\d+|x)-", run_id, maxsplit=1)[0]
 
 
 def groups(pairs: list[Pair], ids: list[str]) -> None:
