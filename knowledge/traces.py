@@ -17,7 +17,7 @@ from pydantic import Field
 
 from knowledge.schema import Projection, Strict
 
-TRACE_SCHEMA = 6  # 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 7  # 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -61,6 +61,8 @@ class Part(Strict):
     masked_attention_flops_bwd: Poly = Poly()  # on a GPU they run the memory-efficient kernel, not FlashAttention
     fp32_flops_fwd: Poly = Poly()  # products whose inputs are fp32 (SDPA's math path upcasts: Falcon's multi-query
     fp32_flops_bwd: Poly = Poly()  # attention with a mask; fp32 experts' grouped products): CUDA cores, not tensor cores
+    attention_bytes_fwd: Poly = Poly()  # eager attention's products read and write the s x s scores: at a head size of
+    attention_bytes_bwd: Poly = Poly()  # 64 the bandwidth, not the tensor cores, bounds them
     attention_calls: float = 0.0
     other_bytes_fwd: Poly = Poly()  # memory-bound kernels: norms, upcasts, RoPE, activations, residuals, loss
     other_bytes_bwd: Poly = Poly()
@@ -136,7 +138,7 @@ class ArchTrace(Strict):
                 flops = g.flops.plus(lg.flops, -k) if lg else g.flops
                 gemms.append(g.model_copy(update={"calls": calls, "flops": flops}))
         polys = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-                 "fp32_flops_fwd", "fp32_flops_bwd",
+                 "fp32_flops_fwd", "fp32_flops_bwd", "attention_bytes_fwd", "attention_bytes_bwd",
                  "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
         counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
         return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in polys},

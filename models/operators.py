@@ -122,9 +122,10 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
             masked_b = max(part.masked_attention_flops_bwd.at(b, n), 0.0)
             slow = 1.0 / eff.masked_attention_factor - 1.0  # the masked share runs the slower kernel
             t_f, t_b = (att_f + slow * masked_f) / rate, (att_b + slow * masked_b) / rate
-        else:  # eager: the score products are batched GEMMs over s x s tiles
+        else:  # eager: the score products are batched GEMMs over s x s tiles, bound by FLOPs or by the scores' bytes
             rate = c.matmul_flops * trace_gemm_efficiency(T, eff)
-            t_f, t_b = att_f / rate, att_b / rate
+            att_bytes_f, att_bytes_b = max(part.attention_bytes_fwd.at(b, n), 0.0), max(part.attention_bytes_bwd.at(b, n), 0.0)
+            t_f, t_b = max(att_f / rate, att_bytes_f / bw), max(att_b / rate, att_bytes_b / bw)
         ops.append(Operator("attention (fused)" if fused else "attention QKᵀ, AV (eager)", "attention",
                             att_f, 0.0, t_f, per_layer, t_b))
     f32_f, f32_b = max(part.fp32_flops_fwd.at(b, n), 0.0), max(part.fp32_flops_bwd.at(b, n), 0.0)

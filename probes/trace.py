@@ -89,6 +89,7 @@ class _Counter:
         self.attn_flops = {"fwd": 0.0, "bwd": 0.0}
         self.masked_flops = {"fwd": 0.0, "bwd": 0.0}
         self.fp32_flops = {"fwd": 0.0, "bwd": 0.0}  # products of fp32 inputs, whatever they multiply
+        self.attn_bytes = {"fwd": 0.0, "bwd": 0.0}  # what eager attention's products read and write (the s x s scores)
         self.attn_calls = 0.0
         self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
         self.irregular_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved by IRREGULAR kernels
@@ -141,6 +142,8 @@ class _Counter:
                 break
         if key is None:  # no weight on either side: attention's products (eager) or a router's
             self.attn_flops[self.phase] += flops
+            size = a.element_size()
+            self.attn_bytes[self.phase] += (a.numel() + b.numel() + batch * m * n) * size
             self.attn_calls += self.phase == "fwd"
             return
         g = self.gemms[key]
@@ -466,6 +469,8 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "masked_attention_flops_fwd": fit([c.masked_flops["fwd"] for c in cs]),
         "masked_attention_flops_bwd": fit([c.masked_flops["bwd"] for c in cs]),
         "fp32_flops_fwd": fit([c.fp32_flops["fwd"] for c in cs]),
+        "attention_bytes_fwd": fit([c.attn_bytes["fwd"] for c in cs]),
+        "attention_bytes_bwd": fit([c.attn_bytes["bwd"] for c in cs]),
         "fp32_flops_bwd": fit([c.fp32_flops["bwd"] for c in cs]),
         "attention_calls": cs[0].attn_calls,
         "other_bytes_fwd": fit([c.other_bytes["fwd"] for c in cs]),
@@ -493,7 +498,7 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
                               flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter,
                               grouped=grouped))
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "fp32_flops_fwd", "fp32_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
+              "fp32_flops_fwd", "fp32_flops_bwd", "attention_bytes_fwd", "attention_bytes_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
     counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in fields},
                 **{f: (b[f] - a[f]) * inv for f in counts})
@@ -532,7 +537,7 @@ def _whole_part(a: dict[str, Any]) -> Part:
                   grouped=k[5])
              for k, (f, c, r) in sorted(a["gemms"].items())]
     fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "fp32_flops_fwd", "fp32_flops_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes",
+              "fp32_flops_fwd", "fp32_flops_bwd", "attention_bytes_fwd", "attention_bytes_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes",
               "attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
     return Part(gemms=gemms, **{f: a[f] for f in fields})
 
