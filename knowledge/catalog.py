@@ -226,15 +226,22 @@ _HF_KEYS = (
 _HF_ALIASES = {"num_local_experts": ("num_experts", "n_routed_experts"), "intermediate_size": ("moe_intermediate_size",)}
 
 
+def _transformers_config(cfg: dict[str, Any]) -> Any:
+    """transformers' own config object of a config.json dict, or None where its class refuses it (or it is no family)."""
+    try:
+        import transformers
+
+        return transformers.AutoConfig.for_model(str(cfg["model_type"]), **{k: v for k, v in cfg.items() if k != "model_type"})
+    except Exception:  # noqa: BLE001 - a family's config class raises what it likes
+        return None
+
+
 def _summary_from_transformers(cfg: dict[str, Any], missing: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
     """``cfg`` with the summary keys it names otherwise filled in as transformers' config class reads them (GPT-2's
     ``n_embd``, Falcon's ``ffn_hidden_size`` or its default of 4 x hidden), and the family's own names of the summary
     keys ({"num_hidden_layers": "n_layer"}); ``cfg`` itself and no names when the class refuses it."""
-    try:
-        import transformers
-
-        conf = transformers.AutoConfig.for_model(str(cfg["model_type"]), **{k: v for k, v in cfg.items() if k != "model_type"})
-    except Exception:  # noqa: BLE001 - the trace reports what the family's class refuses, in one line
+    conf = _transformers_config(cfg)
+    if conf is None:  # the trace reports what the family's class refuses, in one line
         return cfg, {}
     out = dict(cfg)
     aliases = getattr(type(conf), "attribute_map", {}) or {}
@@ -276,11 +283,8 @@ def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The KV cache's layout as transformers reads the config: ``layer_types`` (which layers slide, and over what
     window), and multi-head latent attention (``kv_lora_rank``: engines cache the compressed vector and the RoPE key,
     not K and V per head). None when transformers cannot read it (then every layer caches every KV head)."""
-    try:
-        import transformers
-
-        conf = transformers.AutoConfig.for_model(str(cfg["model_type"]), **{k: v for k, v in cfg.items() if k != "model_type"})
-    except Exception:  # an unknown family: the plain count stands
+    conf = _transformers_config(cfg)
+    if conf is None:  # an unknown family: the plain count stands
         return None
     layers = int(cfg["num_hidden_layers"])
     latent = getattr(conf, "kv_lora_rank", None)

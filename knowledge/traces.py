@@ -73,6 +73,16 @@ class Part(Strict):
     adapter_kernels_fwd: float = 0.0  # of kernels_fwd, those launched inside PEFT's LoRA modules
     saved_bytes: Poly = Poly()  # activations alive when forward ends (what autograd keeps, loss buffers)
 
+    @classmethod
+    def polys(cls) -> tuple[str, ...]:
+        """The fields that grow with the tokens (polynomials): what a cut's difference, a head and a layer share."""
+        return tuple(name for name, f in cls.model_fields.items() if f.annotation is Poly)
+
+    @classmethod
+    def counts(cls) -> tuple[str, ...]:
+        """The per-pass counts (kernels, attention calls)."""
+        return tuple(name for name, f in cls.model_fields.items() if f.annotation is float)
+
 
 class TraceVariant(Strict):
     """What varies between traces of one architecture: what trains and how the step runs."""
@@ -137,12 +147,8 @@ class ArchTrace(Strict):
             if calls > 1e-9:
                 flops = g.flops.plus(lg.flops, -k) if lg else g.flops
                 gemms.append(g.model_copy(update={"calls": calls, "flops": flops}))
-        polys = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-                 "fp32_flops_fwd", "fp32_flops_bwd", "attention_bytes_fwd", "attention_bytes_bwd",
-                 "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
-        counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
-        return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in polys},
-                    **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in counts})
+        return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in Part.polys()},
+                    **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in Part.counts()})
 
     def projections(self, top_k: int, vocab: int) -> list[Projection]:
         """The forward projections of one average decoder layer: the layer's own, and those of the layers inside

@@ -28,7 +28,6 @@ from models.platform_factors import platform_values
 from models.roofline import Ceilings, ProbeRatios, ceilings
 
 
-
 @dataclass(frozen=True)
 class Calibration:
     """What every prediction on one platform divides by."""

@@ -35,6 +35,8 @@ def in_block(module_name: str) -> bool:
     """Is this module inside a numbered decoder block (Llama's ``model.layers.0``, Falcon's and GPT-2's
     ``transformer.h.0``)? What quantization replaces, what LoRA lists and what DeepSpeed hooks per layer."""
     return bool(_BLOCK.search(f".{module_name}."))
+
+
 # kernels whose memory access follows an index (routing's gathers and scatters, sorts, embedding lookups): they move
 # their bytes at a lower rate than streaming elementwise kernels (own H100 kernel times, probes/anatomy.py)
 IRREGULAR = {"index", "index_select", "index_put", "_index_put_impl", "index_add", "index_copy", "gather", "scatter",
@@ -335,15 +337,14 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
 
 
 @contextlib.contextmanager
-def _cuda_norms() -> Iterator[None]:
-    """CUDA autocast's rules on CPU tensors: CPU autocast leaves layer_norm / group_norm (and pow, exp, softmax...) in
-    bf16, CUDA's runs them in fp32 (its fp32 list), so a LayerNorm model's residual branch comes out fp32 there. Held over the backward
-    too: a checkpointed layer recomputes its forward there under the autocast state it saved, and must get the
-    dtypes it saved (StarCoder2 LoRA with recomputation failed to trace without it)."""
+def _cuda_autocast_fp32() -> Iterator[None]:
+    """CUDA autocast's fp32 list on CPU tensors: CPU autocast leaves layer_norm / group_norm, pow, exp, softmax... in
+    bf16, CUDA's runs them in fp32, so a LayerNorm model's residual branch comes out fp32 there, and Phi-2's tanh GELU
+    (pow) runs in fp32 with its fp32 inputs saved (own H100 anatomy, 2026-11-25: fp32 elementwise kernels, 62 GiB where
+    the bf16 trace counted 47). Held over the backward too: a checkpointed layer recomputes its forward there under the
+    autocast state it saved, and must get the dtypes it saved (StarCoder2 LoRA with recomputation failed to trace
+    without it)."""
     import torch
-
-    f = torch.nn.functional
-    old = f.layer_norm, f.group_norm
 
     def fp32(fn: Any) -> Any:
         def run(x: Any, *args: Any, **kw: Any) -> Any:
@@ -356,20 +357,16 @@ def _cuda_norms() -> Iterator[None]:
                 return fn(x.float(), *up, **kw)
         return run
 
-    f.layer_norm, f.group_norm = fp32(old[0]), fp32(old[1])
-    # CUDA autocast's fp32 list beyond the norms, where model code calls it on activations: Phi-2's tanh GELU and
-    # Nemotron's squared ReLU (pow) run in fp32 on a GPU, with their fp32 inputs saved (own H100 anatomy, 2026-11-25:
-    # fp32 elementwise kernels, 62 GiB where the bf16 trace counted 47)
-    T = torch.Tensor
-    upcast = [(torch, "pow"), (T, "pow"), (T, "__pow__"), (torch, "exp"), (T, "exp"), (torch, "rsqrt"), (T, "rsqrt"),
-              (f, "softmax"), (f, "log_softmax"), (torch, "softmax"), (T, "softmax"), (f, "softplus")]
+    f, T = torch.nn.functional, torch.Tensor
+    upcast = [(f, "layer_norm"), (f, "group_norm"), (torch, "pow"), (T, "pow"), (T, "__pow__"), (torch, "exp"),
+              (T, "exp"), (torch, "rsqrt"), (T, "rsqrt"), (f, "softmax"), (f, "log_softmax"), (torch, "softmax"),
+              (T, "softmax"), (f, "softplus")]
     kept = [(owner, name, getattr(owner, name)) for owner, name in upcast]
     for owner, name, fn in kept:
         setattr(owner, name, fp32(fn))
     try:
         yield
     finally:
-        f.layer_norm, f.group_norm = old
         for owner, name, fn in kept:
             setattr(owner, name, fn)
 
@@ -429,7 +426,7 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.autocast else contextlib.nullcontext()
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
-        with _mode(c), _as_on_a_gpu(), _cuda_norms():
+        with _mode(c), _as_on_a_gpu(), _cuda_autocast_fp32():
             with amp:
                 loss = model(input_ids=ids, labels=ids).loss
             saved = c.live
@@ -497,11 +494,8 @@ def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
             gemms.append(Gemm(phase=phase, k=k, n=n, calls=(cb - ca) * inv, rows_per_token=(rb - ra) / (cb - ca),
                               flops=_scale(fb.plus(fa, -1.0), inv), quantizable=quant, adapter=adapter,
                               grouped=grouped))
-    fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "fp32_flops_fwd", "fp32_flops_bwd", "attention_bytes_fwd", "attention_bytes_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes")
-    counts = ("attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
-    return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in fields},
-                **{f: (b[f] - a[f]) * inv for f in counts})
+    return Part(gemms=gemms, **{f: _scale(b[f].plus(a[f], -1.0), inv) for f in Part.polys()},
+                **{f: (b[f] - a[f]) * inv for f in Part.counts()})
 
 
 def _lincomb(terms: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
@@ -536,10 +530,7 @@ def _whole_part(a: dict[str, Any]) -> Part:
     gemms = [Gemm(phase=k[0], k=k[1], n=k[2], calls=c, rows_per_token=r / c, flops=f, quantizable=k[3], adapter=k[4],
                   grouped=k[5])
              for k, (f, c, r) in sorted(a["gemms"].items())]
-    fields = ("attention_flops_fwd", "attention_flops_bwd", "masked_attention_flops_fwd", "masked_attention_flops_bwd",
-              "fp32_flops_fwd", "fp32_flops_bwd", "attention_bytes_fwd", "attention_bytes_bwd", "other_bytes_fwd", "other_bytes_bwd", "irregular_bytes_fwd", "irregular_bytes_bwd", "saved_bytes",
-              "attention_calls", "kernels_fwd", "kernels_bwd", "adapter_kernels_fwd")
-    return Part(gemms=gemms, **{f: a[f] for f in fields})
+    return Part(gemms=gemms, **{f: a[f] for f in Part.polys() + Part.counts()})
 
 
 def _scale(p: Poly, k: float) -> Poly:
