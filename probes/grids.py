@@ -273,6 +273,23 @@ FAMILIES = {
     "olmo1": CONFIGS + "olmo-1b.json",
     "gmoe": CONFIGS + "granite-3.0-3b-a800m.json",
     "q3moe": CONFIGS + "qwen3-30b-a3b.json",
+    # 2026-11-25 (evening): families transformers 5.17 names that the trace could not cut or read before (a multimodal
+    # checkpoint's language model: Gemma-3-4B as published; per-layer config lists: Gemma-4's per_layer_config) and
+    # families never run (gated delta-net layers: Qwen3.5; short convolutions: LFM2; xIELU: Apertus; attention dropout:
+    # Seed-OSS), each at its config class's defaults where no published config.json is at hand
+    "g3mm": CONFIGS + "gemma-3-4b-multimodal.json",
+    "g4": CONFIGS + "gemma-4-text.json",
+    "q35": CONFIGS + "qwen3.5-text.json",
+    "min3": CONFIGS + "ministral-3.json",
+    "olmo3": CONFIGS + "olmo-3.json",
+    "apertus": CONFIGS + "apertus.json",
+    "exa4": CONFIGS + "exaone-4.json",
+    "arcee": CONFIGS + "arcee-afm.json",
+    "lfm2": CONFIGS + "lfm2.json",
+    "emoe": CONFIGS + "ernie-4.5-moe.json",
+    "helium": CONFIGS + "helium.json",
+    "seed": CONFIGS + "seed-oss.json",
+    "coh2": CONFIGS + "cohere2.json",
 }
 
 
@@ -807,7 +824,31 @@ def _recommend_unseen(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
+def _new_arch(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Thirteen families never run, on one H200 (LoRA, full, PyTorch, DeepSpeed ZeRO-0/1/2, recomputation, 2k-4k),
+    predictions stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    c = _family_case(hw, prefix)
+    return [
+        c("g3mm-lora-pt-mb4", "g3mm", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("g4-lora-pt-mb2-s4096", "g4", "finetune", method="lora", micro_batch_size=2, seq_len=4096, **pt),
+        c("min3-lora-z0-mb2", "min3", "finetune", method="lora", micro_batch_size=2, zero_stage=0, **ds),
+        c("olmo3-lora-pt-rc-mb8", "olmo3", "finetune", method="lora", micro_batch_size=8, recompute=True, **pt),
+        c("apertus-lora-pt-mb2", "apertus", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("exa4-lora-z2-mb2", "exa4", "finetune", method="lora", micro_batch_size=2, zero_stage=2, **ds),
+        c("arcee-full-z1-mb4", "arcee", "pretrain", micro_batch_size=4, zero_stage=1, **ds),
+        c("lfm2-lora-pt-mb4", "lfm2", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("helium-full-pt-mb4", "helium", "pretrain", micro_batch_size=4, **pt),
+        c("g3mm-full-z2-mb2", "g3mm", "pretrain", micro_batch_size=2, zero_stage=2, **ds),
+        c("emoe-lora-pt-mb2", "emoe", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("g4-full-pt-rc-mb4", "g4", "pretrain", micro_batch_size=4, recompute=True, **pt),
+        c("q35-lora-pt-mb1", "q35", "finetune", method="lora", micro_batch_size=1, **pt),
+        c("seed-lora-pt-mb1", "seed", "finetune", method="lora", micro_batch_size=1, _timeout_s=150, **pt),
+        c("coh2-lora-pt-mb1", "coh2", "finetune", method="lora", micro_batch_size=1, _timeout_s=150, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
                          "h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
                          "h100-unseen-families-2": lambda: _unseen_families_2("h100x1", "h100u2"),
                          "h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),
