@@ -279,33 +279,63 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str, hf_config: dict[str, Any
     return ModelArch.model_validate({"name": name, "source": name, **fields}, strict=True)
 
 
+def _layer_configs(conf: Any, layers: int) -> list[Any]:
+    """Each layer's own config: a heterogeneous one's (Gemma-4's full-attention layers have their own head size,
+    ``per_layer_config``), else the model's for every layer."""
+    if getattr(conf, "is_heterogeneous", False):
+        return [conf.per_layer_config[i] for i in range(layers)]
+    return [conf] * layers
+
+
+def _kv_values_per_token(conf: Any) -> tuple[int, bool]:
+    """(values one layer caches per token, whether tensor parallelism splits them by head)."""
+    latent = getattr(conf, "kv_lora_rank", None)
+    if isinstance(latent, int) and latent > 0:
+        return latent + int(getattr(conf, "qk_rope_head_dim", 0) or 0), False
+    heads = int(getattr(conf, "num_key_value_heads", None) or getattr(conf, "num_kv_heads", None) or conf.num_attention_heads)
+    if getattr(conf, "multi_query", False) and not getattr(conf, "new_decoder_architecture", False):
+        heads = 1  # Falcon-7B's and GPT-BigCode's multi-query attention: one K/V head, whatever num_kv_heads says
+    head_dim = int(getattr(conf, "head_dim", None) or conf.hidden_size // conf.num_attention_heads)
+    return 2 * heads * head_dim, True
+
+
 def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The KV cache's layout as transformers reads the config: ``layer_types`` (which layers slide, and over what
-    window), and multi-head latent attention (``kv_lora_rank``: engines cache the compressed vector and the RoPE key,
-    not K and V per head). None when transformers cannot read it (then every layer caches every KV head)."""
+    window), multi-head latent attention (``kv_lora_rank``: engines cache the compressed vector and the RoPE key,
+    not K and V per head), layers of their own head size (``per_layer_config``). None when transformers cannot read
+    it (then every layer caches every KV head)."""
     conf = _transformers_config(cfg)
     if conf is None:  # an unknown family: the plain count stands
         return None
     layers = int(cfg["num_hidden_layers"])
-    latent = getattr(conf, "kv_lora_rank", None)
-    if isinstance(latent, int) and latent > 0:
-        values, split = latent + int(getattr(conf, "qk_rope_head_dim", 0) or 0), False
-    else:
-        heads = int(getattr(conf, "num_key_value_heads", None) or getattr(conf, "num_kv_heads", None) or conf.num_attention_heads)
-        if getattr(conf, "multi_query", False) and not getattr(conf, "new_decoder_architecture", False):
-            heads = 1  # Falcon-7B's and GPT-BigCode's multi-query attention: one K/V head, whatever num_kv_heads says
-        head_dim = int(getattr(conf, "head_dim", None) or conf.hidden_size // conf.num_attention_heads)
-        values, split = 2 * heads * head_dim, True
-    window = getattr(conf, "sliding_window", None)
     types = list(getattr(conf, "layer_types", None) or [])[:layers]
-    # without layer_types a window applies to every layer (transformers' Mistral, Phi-3, StarCoder2 attention)
-    sliding = sum(1 for t in types if "sliding" in str(t)) if types else layers
-    if not isinstance(window, int) or window <= 0:
-        sliding = 0
-    groups = [{"layers": layers - sliding, "window": None, "values_per_token": values, "split_by_tp": split}]
-    if sliding:
-        groups.append({"layers": sliding, "window": window, "values_per_token": values, "split_by_tp": split})
-    return [g for g in groups if g["layers"]]
+    groups: dict[tuple, int] = {}
+    for i, layer in enumerate(_layer_configs(conf, layers)):
+        values, split = _kv_values_per_token(layer)
+        window = getattr(layer, "sliding_window", None)
+        # without layer_types a window applies to every layer (transformers' Mistral, Phi-3, StarCoder2 attention)
+        sliding = isinstance(window, int) and window > 0 and (not types or "sliding" in str(types[i]))
+        key = (window if sliding else None, values, split)
+        groups[key] = groups.get(key, 0) + 1
+    return [{"layers": n, "window": w, "values_per_token": v, "split_by_tp": sp}
+            for (w, v, sp), n in sorted(groups.items(), key=lambda kv: kv[0][0] is not None)]
+
+
+def language_model_config(cfg: dict[str, Any]) -> dict[str, Any] | None:
+    """The language model of a multimodal checkpoint's config.json (Gemma-3 and -4, Qwen3.5, Llama-4: its
+    ``text_config``) as a config.json of its own, complete as transformers reads it (a hub file keeps only what differs
+    from the text config class's defaults: Gemma-3-4B's names no head counts), the wrapper's ``tie_word_embeddings``
+    where the text config has none; None when ``cfg`` has no text config that transformers builds as a causal LM."""
+    if not isinstance(cfg.get("text_config"), dict):
+        return None
+    conf = _transformers_config(cfg)
+    inner = getattr(conf, "text_config", None)
+    if inner is None or not causal_lm_type(getattr(inner, "model_type", None)):
+        return None
+    out = {k: v for k, v in inner.to_dict().items() if not k.startswith("_") and k not in ("architectures", "transformers_version")}
+    if "tie_word_embeddings" not in cfg["text_config"] and isinstance(cfg.get("tie_word_embeddings"), bool):
+        out["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    return out
 
 
 # Causal LMs of transformers outside our summary's families (traced, never hand-counted): known here so that their
@@ -366,6 +396,9 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
+        text = language_model_config(cfg) if missing else None
+        if text is not None:  # a multimodal checkpoint: its language model is what trains and serves text
+            cfg, cfg_path, missing = text, Path(f"{cfg_path} (language model)"), []
         summary, names = _summary_from_transformers(cfg, missing) if missing and causal_lm_type(cfg.get("model_type")) else (cfg, {})
         missing = [f"{k} ({names[k]})" if k in names else k for k in missing if k not in summary]
         if missing:

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from knowledge.schema import Projection, Strict
 
-TRACE_SCHEMA = 7  # 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 8  # 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 on the memory-efficient kernel; 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -57,8 +57,8 @@ class Part(Strict):
     gemms: list[Gemm] = []
     attention_flops_fwd: Poly = Poly()
     attention_flops_bwd: Poly = Poly()
-    masked_attention_flops_fwd: Poly = Poly()  # of the above, calls given an explicit mask (a sliding window's):
-    masked_attention_flops_bwd: Poly = Poly()  # on a GPU they run the memory-efficient kernel, not FlashAttention
+    masked_attention_flops_fwd: Poly = Poly()  # of the above, calls given an explicit mask (a sliding window's), or
+    masked_attention_flops_bwd: Poly = Poly()  # heads over 256: on a GPU they run the memory-efficient kernel
     fp32_flops_fwd: Poly = Poly()  # products whose inputs are fp32 (SDPA's math path upcasts: Falcon's multi-query
     fp32_flops_bwd: Poly = Poly()  # attention with a mask; fp32 experts' grouped products): CUDA cores, not tensor cores
     attention_bytes_fwd: Poly = Poly()  # eager attention's products read and write the s x s scores: at a head size of
@@ -70,6 +70,10 @@ class Part(Strict):
     irregular_bytes_bwd: Poly = Poly()
     kernels_fwd: float = 0.0  # kernels launched (view ops excluded)
     kernels_bwd: float = 0.0
+    # and those launched once per token of the sequence more: a scan over chunks (Qwen3.5's gated delta-net layers
+    # without their fused kernel run a loop body per 64 tokens: 21 kernels forward, 43 backward); 0 for attention
+    kernels_seq_fwd: float = 0.0
+    kernels_seq_bwd: float = 0.0
     adapter_kernels_fwd: float = 0.0  # of kernels_fwd, those launched inside PEFT's LoRA modules
     saved_bytes: Poly = Poly()  # activations alive when forward ends (what autograd keeps, loss buffers)
 

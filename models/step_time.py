@@ -75,10 +75,11 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
         # on, its modules' Python included) and, for each kernel the model's own layer launches beyond them (q/k norms,
         # soft-capping, routers), the bare dispatch of a small op; an adapter costs what the fit learned per PEFT module
         t = s.trace
-        base = t.layer.kernels_fwd - t.layer.adapter_kernels_fwd
+        seq = case.seq_len
+        base = t.layer.kernels_fwd + t.layer.kernels_seq_fwd * seq - t.layer.adapter_kernels_fwd
         extra = max(base - hand_layer, 0.0) * eff.extra_kernel_s / eff.kernel_time_s
         per_layer = min(base, hand_layer) + extra + eff.lora_kernels_per_target * s.adapted_modules_per_layer
-        head = t.head().kernels_fwd
+        head = t.head().kernels_fwd + t.head().kernels_seq_fwd * seq
         rest = min(head, KERNELS_HEAD) + max(head - KERNELS_HEAD, 0.0) * eff.extra_kernel_s / eff.kernel_time_s
     else:
         per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer

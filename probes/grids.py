@@ -848,7 +848,32 @@ def _new_arch(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
+def _new_arch_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The same families in other configurations (8k, 1k, recomputation, DeepSpeed ZeRO-0/1/2) and Cohere2, stored
+    before they run by the code that had seen the first grid (kernels per chunk of a scan, heads over 256 on the
+    memory-efficient kernel)."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    c = _family_case(hw, prefix)
+    return [
+        c("g4-lora-pt-mb1-s8192", "g4", "finetune", method="lora", micro_batch_size=1, seq_len=8192, **pt),
+        c("q35-lora-pt-mb2-s1024", "q35", "finetune", method="lora", micro_batch_size=2, seq_len=1024, **pt),
+        c("g3mm-lora-z2-rc-mb4-s4096", "g3mm", "finetune", method="lora", micro_batch_size=4, seq_len=4096,
+          recompute=True, zero_stage=2, **ds),
+        c("olmo3-lora-z1-mb8", "olmo3", "finetune", method="lora", micro_batch_size=8, zero_stage=1, **ds),
+        c("exa4-lora-pt-rc-mb8", "exa4", "finetune", method="lora", micro_batch_size=8, recompute=True, **pt),
+        c("lfm2-full-pt-mb4", "lfm2", "pretrain", micro_batch_size=4, **pt),
+        c("emoe-lora-z0-mb4", "emoe", "finetune", method="lora", micro_batch_size=4, zero_stage=0, **ds),
+        c("helium-lora-pt-mb8", "helium", "finetune", method="lora", micro_batch_size=8, **pt),
+        c("apertus-lora-z2-mb4", "apertus", "finetune", method="lora", micro_batch_size=4, zero_stage=2, **ds),
+        c("arcee-lora-pt-rc-mb8-s4096", "arcee", "finetune", method="lora", micro_batch_size=8, seq_len=4096,
+          recompute=True, **pt),
+        c("min3-lora-pt-mb4", "min3", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("coh2-lora-pt-mb1", "coh2", "finetune", method="lora", micro_batch_size=1, _timeout_s=150, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
+                         "h200-new-arch-2": lambda: _new_arch_2("h200x1", "h200b"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
                          "h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
                          "h100-unseen-families-2": lambda: _unseen_families_2("h100x1", "h100u2"),
                          "h100-phi3-default-targets": lambda: _phi3_default_targets("h100x1", "h100d"),

@@ -98,18 +98,59 @@ def attention_for(cfg: Any, want: str) -> str:
     return "sdpa" if cls is None or getattr(cls, "_supports_sdpa", True) else "eager"
 
 
+# list-valued config keys that are not one entry per layer, whatever their length
+_NOT_PER_LAYER = frozenset({"architectures", "eos_token_id", "bos_token_id", "pad_token_id"})
+
+
+def _per_layer_keys(cfg: dict[str, Any], layers: int) -> list[str]:
+    """The keys of ``cfg`` holding one entry per layer: ``layer_types`` and its kin (``mlp_layer_types``,
+    ``indexer_types``, ``num_attention_heads_per_layer``...), whatever the family calls them."""
+    return [k for k, v in cfg.items() if isinstance(v, list) and k not in _NOT_PER_LAYER
+            and (k == "layer_types" and v or len(v) == layers and layers > 1)]
+
+
+def _cut_per_layer(cfg: dict[str, Any], index: list[int]) -> None:
+    """Cut ``cfg``'s per-layer entries in place to the model's layers ``index`` (a cut's layer j is layer index[j]):
+    lists of one entry per layer, ``per_layer_config`` (Gemma-4: {"05": {...}}) and ``mlp_only_layers`` (Qwen-MoE's
+    dense layers by number). transformers' config classes check each list's length against the cut's layer count."""
+    layers = int(cfg["num_hidden_layers"])
+    for k in _per_layer_keys(cfg, layers):
+        cfg[k] = [cfg[k][i % len(cfg[k])] for i in index]
+    if isinstance(cfg.get("per_layer_config"), dict):
+        by_layer = {int(k): v for k, v in cfg["per_layer_config"].items()}
+        cfg["per_layer_config"] = {str(j): by_layer[i] for j, i in enumerate(index) if i in by_layer}
+    if isinstance(cfg.get("mlp_only_layers"), list) and cfg["mlp_only_layers"]:
+        dense = set(cfg["mlp_only_layers"])
+        cfg["mlp_only_layers"] = [j for j, i in enumerate(index) if i in dense]
+
+
+def layer_signatures(config: dict[str, Any]) -> list[tuple]:
+    """What sets each layer of the model apart, as transformers reads the config (it derives ``layer_types`` where a
+    config.json predates them): every per-layer entry, a ``per_layer_config`` override, Qwen-MoE's ``mlp_only_layers``,
+    DeepSeek's dense prefix (``first_k_dense_replace``). Layers of equal signature run the same code."""
+    full = config_from_dict(config).to_dict()
+    layers = int(config["num_hidden_layers"])
+    keys = _per_layer_keys(full, layers)
+    overrides = {int(k): v for k, v in (full.get("per_layer_config") or {}).items()} if isinstance(
+        full.get("per_layer_config"), dict) else {}
+    dense = set(full.get("mlp_only_layers") or []) if isinstance(full.get("mlp_only_layers"), list) else set()
+    prefix = int(config.get("first_k_dense_replace") or 0)
+    return [tuple(str(full[k][i % len(full[k])]) for k in keys) + (str(overrides.get(i, "")), i in dense, i < prefix)
+            for i in range(layers)]
+
+
 def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, attn_impl: str = "sdpa",
-                     use_cache: bool = False) -> Any:
-    """A transformers config from a config.json dict, cut to ``num_layers`` (its layer pattern kept)."""
+                     use_cache: bool = False, layer_index: list[int] | None = None) -> Any:
+    """A transformers config from a config.json dict, cut to ``num_layers``: its first layers, or the model's layers
+    ``layer_index`` (one of each kind of a long pattern), their per-layer entries kept."""
     import transformers
 
     cfg = dict(config)
     kind = cfg.pop("model_type")
     layers = num_layers or int(cfg["num_hidden_layers"])
+    _cut_per_layer(cfg, list(layer_index) if layer_index is not None else list(range(layers)))
     cfg["num_hidden_layers"] = layers
     cfg["use_cache"] = use_cache
-    if isinstance(cfg.get("layer_types"), list) and cfg["layer_types"]:
-        cfg["layer_types"] = [cfg["layer_types"][i % len(cfg["layer_types"])] for i in range(layers)]
     for k in ("quantization_config", "dtype", "torch_dtype"):
         cfg.pop(k, None)  # a checkpoint's storage format says nothing of speed or memory
     for k in ("pad_token_id", "bos_token_id", "eos_token_id"):

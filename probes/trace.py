@@ -44,6 +44,7 @@ IRREGULAR = {"index", "index_select", "index_put", "_index_put_impl", "index_add
              "embedding_dense_backward", "masked_select", "masked_scatter", "nonzero", "take", "_unsafe_index",
              "_unsafe_index_put", "index_fill", "masked_fill"}
 NO_KERNEL = {"detach", "lift_fresh", "_to_copy_noop", "alias", "clone_noop", "copy_noop"}
+FLASH_MAX_HEAD = 256  # FlashAttention-2 takes head sizes up to 256 (PyTorch's check_head_dim_size_flash)
 ATTENTION_BACKWARD = 2.5  # FlashAttention-2's backward does 5 products to the forward's 2 (Dao 2023, sec. 3)
 
 
@@ -51,26 +52,33 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _period(config: dict[str, Any]) -> int:
-    """Layers in one repeat of the layer pattern (``layer_types``: Gemma-2 alternates sliding and full). Read from the
-    config transformers builds: a hub config.json written before ``layer_types`` existed (Gemma-2's) lacks it, and
-    transformers derives it; without it the cuts priced every layer as a full-attention one (no window mask)."""
-    from probes.hf_model import config_from_dict
-
-    types = config.get("layer_types") or list(getattr(config_from_dict(config), "layer_types", None) or [])
-    for p in range(1, min(len(types), 8) + 1):
-        if all(types[i] == types[i % p] for i in range(len(types))):
-            return p
-    return 1
+def _periodic(sig: list[tuple], p: int) -> bool:
+    return all(sig[i] == sig[i % p] for i in range(len(sig)))
 
 
-def _cut_config(config: dict[str, Any], layers: int, attention: str) -> Any:
+def _plan(config: dict[str, Any]) -> tuple[int, int]:
+    """(the layers before the pattern starts, the layers in one repeat of it), from what sets each layer apart
+    (``hf_model.layer_signatures``): Gemma-2 alternates sliding and full (0, 2), DeepSeek's dense first layers come
+    before its MoE ones (``first_k_dense_replace``, or ``mlp_layer_types``: (3, 1)). A hub config.json written before
+    ``layer_types`` existed (Gemma-2's) lacks it, and transformers derives it; without it the cuts priced every layer
+    as a full-attention one (no window mask)."""
+    from probes.hf_model import layer_signatures
+
+    sig = layer_signatures(config)
+    for prefix in range(0, min(len(sig) - 1, 8) + 1):
+        for p in range(1, min((len(sig) - prefix) // 2, 8) + 1):  # a pattern repeats: two periods at least
+            if _periodic(sig[prefix:], p):
+                return prefix, p
+    return 0, next((p for p in range(1, min(len(sig), 8) + 1) if _periodic(sig, p)), 1)  # a model too short to repeat
+
+
+def _cut_config(config: dict[str, Any], layers: int, attention: str, layer_index: list[int] | None = None) -> Any:
     import transformers
 
     from probes.hf_model import config_from_dict
 
     try:
-        return config_from_dict(config, layers, attn_impl=attention)
+        return config_from_dict(config, layers, attn_impl=attention, layer_index=layer_index)
     except Exception as e:  # noqa: BLE001 - a family's config class raises what it likes (Exaone-4: ZeroDivisionError)
         why = (str(e).splitlines() or [""])[0][:160]
         raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {config.get('model_type')!r} "
@@ -155,8 +163,10 @@ class _Counter:
 
 
 def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> tuple[float, bool]:
-    """(FLOPs of a fused attention call from its query/key/value shapes, half the square when causal; whether it
-    was given an explicit mask)."""
+    """(FLOPs of a fused attention call from its query/key/value shapes, half the square when causal; whether a GPU
+    runs it on the memory-efficient kernel rather than FlashAttention: given an explicit mask, or heads over 256 wide,
+    which FlashAttention does not take (Gemma-4's full-attention layers: 512; their backward measured 35% over the
+    FlashAttention-priced one at 4k tokens on an H200))."""
     names = [a.name for a in func._schema.arguments]
     values = dict(zip(names, args)) | kwargs
     q, k, v = values.get("query"), values.get("key"), values.get("value")
@@ -164,7 +174,8 @@ def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> tuple[float, bool]:
         return 0.0, False
     b_h = q.numel() // (q.shape[-2] * q.shape[-1])
     full = 2.0 * b_h * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-    masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None
+    masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None or max(
+        q.shape[-1], v.shape[-1]) > FLASH_MAX_HEAD
     return (full / 2 if values.get("is_causal") else full), masked
 
 
@@ -271,7 +282,8 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
     return own or _layer_linear_names(model, attention_only=True) or None
 
 
-def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, Any]:
+def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: list[int] | None = None
+           ) -> tuple[Any, Any]:
     """The cut model with fake parameters, adapters attached and requires_grad set as the variant trains.
 
     Built on the meta device (no initialisation), adapters attached there by PEFT, then every tensor made fake.
@@ -280,7 +292,7 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant) -> tuple[Any, A
     import transformers
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    cfg = _cut_config(config, layers, "eager" if v.attention == "eager" else "sdpa")
+    cfg = _cut_config(config, layers, "eager" if v.attention == "eager" else "sdpa", layer_index)
     dtype = torch.float32 if v.fp32_weights else torch.bfloat16
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
@@ -382,6 +394,9 @@ def _as_on_a_gpu() -> Iterator[None]:
     old, sdpa = mu.find_packed_sequence_indices, torch.nn.functional.scaled_dot_product_attention
 
     def fused(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
+        # attention dropout (Seed-OSS's config: 0.1): a GPU's fused kernels drop inside the kernel and keep only the RNG
+        # state, where the CPU's math path would keep the s x s probabilities (Seed-OSS-36B LoRA at 2k: 288 GiB)
+        dropout_p = 0.0
         # query/key and value head sizes differ (DeepSeek's latent attention: 192 and 128): the CPU has no fused kernel
         # for it and would materialise the s x s scores, where a GPU runs a fused one (cuDNN / memory-efficient, which
         # keep the output and a log-sum-exp). The memory-efficient kernel's own operator gives the GPU's shapes.
@@ -474,12 +489,21 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "other_bytes_bwd": fit([c.other_bytes["bwd"] for c in cs]),
         "irregular_bytes_fwd": fit([c.irregular_bytes["fwd"] for c in cs]),
         "irregular_bytes_bwd": fit([c.irregular_bytes["bwd"] for c in cs]),
-        "kernels_fwd": cs[0].kernels["fwd"],
-        "kernels_bwd": cs[0].kernels["bwd"],
+        **_kernel_counts(cs, lengths, "fwd"),
+        **_kernel_counts(cs, lengths, "bwd"),
         "adapter_kernels_fwd": cs[0].adapter_kernels,
         "saved_bytes": fit([r["saved"] for r in runs]),
         "peak_extra": fit([r["peak"] - r["saved"] for r in runs]),
     }
+
+
+def _kernel_counts(cs: list[_Counter], lengths: tuple[int, ...], phase: str) -> dict[str, float]:
+    """Kernels of one pass: a count, plus a count per token of the sequence where the launches grow with it at every
+    traced length (a loop over chunks of the sequence); attention's kernels do not."""
+    k = [c.kernels[phase] for c in cs]
+    grows = all(x < y for x, y in zip(k, k[1:]))
+    slope = (k[-1] - k[0]) / (lengths[-1] - lengths[0]) if grows else 0.0
+    return {f"kernels_{phase}": k[0] - slope * lengths[0], f"kernels_seq_{phase}": slope}
 
 
 def _layer_part(a: dict[str, Any], b: dict[str, Any], p: int) -> Part:
@@ -568,9 +592,8 @@ def _params(model: Any) -> dict[str, float]:
 def layer_plan(config: dict[str, Any]) -> tuple[int, int, int]:
     """(layers of the full model, layers of the base cut, the pattern's period)."""
     layers = int(config["num_hidden_layers"])
-    p = _period(config)
-    dense_prefix = int(config.get("first_k_dense_replace") or 0)
-    return layers, min(layers, dense_prefix + p), p
+    prefix, p = _plan(config)
+    return layers, min(layers, prefix + p), p
 
 
 def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
@@ -596,12 +619,11 @@ def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         fake_log.removeFilter(quiet)
 
 
-def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_types: list[str] | None = None
+def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: list[int] | None = None
          ) -> tuple[dict[str, Any], dict[str, float], str]:
-    """One cut of ``n`` layers (of ``layer_types`` when given) traced at the variant's three lengths: its polynomials,
-    its parameters, and the attention it ran."""
-    cfg = config if layer_types is None else {**config, "layer_types": list(layer_types)}
-    model, fake = _build(cfg, n, variant)
+    """One cut of ``n`` layers (the model's layers ``layer_index`` when given, else its first) traced at the variant's
+    three lengths: its polynomials, its parameters, and the attention it ran."""
+    model, fake = _build(config, n, variant, layer_index)
     used = model.config._attn_implementation
     try:
         runs = [_run(model, fake, variant, s) for s in seqs(variant)]
@@ -613,20 +635,22 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_types: lis
     return _part(runs, seqs(variant)), _params(model), used
 
 
-def layer_kinds(config: dict[str, Any]) -> tuple[list[str], dict[str, float]] | None:
-    """A long layer pattern traced one layer per kind: (the kinds in order of appearance, each one's share of the
-    model's layers), where that runs fewer layers than a one- and a two-period cut (Gemma-3: 5 sliding + 1 full, 8
-    layers instead of 18); None otherwise (and for a dense prefix, which the period cuts handle)."""
-    from probes.hf_model import config_from_dict
+def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | None:
+    """A long layer pattern traced one layer per kind: (one layer of each kind, by its number in the model, in order
+    of appearance; each kind's share of the model's layers), where that runs fewer layers than a one- and a
+    two-period cut (Gemma-3: 5 sliding + 1 full, 8 layers instead of 18); None otherwise (and for a dense prefix,
+    which the period cuts handle)."""
+    from probes.hf_model import layer_signatures
 
-    p = _period(config)
-    if p < 3 or int(config.get("first_k_dense_replace") or 0):
+    prefix, p = _plan(config)
+    if p < 3 or prefix or int(config.get("first_k_dense_replace") or 0):
         return None
-    types = [str(t) for t in getattr(config_from_dict(config), "layer_types", None) or []]  # one per layer of the model
-    kinds = list(dict.fromkeys(types))
+    sig = layer_signatures(config)
+    first = {s: i for i, s in reversed(list(enumerate(sig)))}
+    kinds = sorted(first.values())
     if len(kinds) < 2 or len(kinds) * (len(kinds) + 2) >= 3 * p:
         return None
-    return kinds, {k: types.count(k) / len(types) for k in kinds}
+    return kinds, {i: sig.count(sig[i]) / len(sig) for i in kinds}
 
 
 def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
@@ -646,7 +670,8 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
         kinds, share = typed
         a, pa, used = _cut(config, len(kinds), variant, kinds)
-        more = [_cut(config, len(kinds) + 1, variant, kinds + [k]) for k in kinds]
+        # one more layer of kind k, first: Gemma-4's config makes a model's last layer a full-attention one
+        more = [_cut(config, len(kinds) + 1, variant, [k] + kinds) for k in kinds]
         avg = _lincomb([(share[k], m[0]) for k, m in zip(kinds, more)] + [(-1.0, a)])  # the model's average layer
         layer = _layer_part(_lincomb([(0.0, a)]), avg, 1)
         # the base cut's own layers replaced by average ones: rest + (layers - base) x layer is then the whole model

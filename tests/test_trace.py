@@ -184,7 +184,7 @@ def test_a_long_layer_pattern_is_traced_one_layer_per_kind(monkeypatch) -> None:
     import probes.trace as tr
 
     kinds, share = tr.layer_kinds(GEMMA3_TOY)
-    assert kinds == ["sliding_attention", "full_attention"] and share["full_attention"] == pytest.approx(2 / 14)
+    assert kinds == [0, 5] and share[5] == pytest.approx(2 / 14)  # a sliding layer, then the first full one
     v = TraceVariant(trains="all", min_seq=64)
     typed = trace_model(GEMMA3_TOY, v)
     monkeypatch.setattr(tr, "layer_kinds", lambda config: None)
@@ -260,3 +260,75 @@ def test_eager_attention_s_products_carry_their_bytes() -> None:
     fused = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
     assert eager.layer.attention_bytes_fwd.per_token_seq > 0 and eager.layer.attention_bytes_bwd.per_token_seq > 0
     assert fused.layer.attention_bytes_fwd.per_token_seq == 0
+
+
+MELLUM_TOY = {"model_type": "mellum", "hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 64,
+              "num_hidden_layers": 5, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+              "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 2,
+              "layer_types": ["full_attention"] * 5, "mlp_layer_types": ["dense", "dense"] + ["sparse"] * 3}
+
+
+def test_per_layer_config_lists_are_cut_with_the_layers() -> None:
+    """transformers 5's config classes check every per-layer list (``mlp_layer_types``, ``indexer_types``...) against
+    the layer count: a cut must cut them too (Mellum, DeepSeek-V3.2, EXAONE-MoE, GLM-5 were refused: "num_hidden_layers
+    (1) must be equal to the number of mlp_layer_types"). Dense layers first, then routed ones: the dense prefix is cut
+    whole, and each further layer is a routed one, so the whole model's parameters are the model's own."""
+    from probes.trace import layer_plan
+
+    assert layer_plan(MELLUM_TOY) == (5, 3, 1)  # 2 dense layers before the period of one routed layer
+    t = trace_model(MELLUM_TOY, TraceVariant(trains="all"))
+    assert t.params.total == _real_counts(MELLUM_TOY)[0]
+
+
+GEMMA4_TOY = {"model_type": "gemma4_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 12,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
+              "vocab_size_per_layer_input": 1000, "hidden_size_per_layer_input": 16, "sliding_window": 64,
+              "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 2,
+              "per_layer_config": {"05": {"head_dim": 64}, "11": {"head_dim": 64}}}
+
+
+def test_layers_with_their_own_config_are_traced_as_themselves() -> None:
+    """Gemma-4's full-attention layers have their own head size (``per_layer_config``, keyed by layer number): each
+    kind of layer is traced with its own override, whatever layer number it gets in a cut, and transformers' rule that a
+    model's last layer attends fully is kept (a cut ending in a sliding layer was refused). The KV cache reads each
+    layer's own head size."""
+    from knowledge.catalog import kv_groups
+    from probes.trace import layer_kinds
+
+    kinds, share = layer_kinds(GEMMA4_TOY)
+    assert kinds == [0, 5] and share[5] == pytest.approx(2 / 12)
+    t = trace_model(GEMMA4_TOY, TraceVariant(trains="all", min_seq=64))
+    assert t.params.total == _real_counts(GEMMA4_TOY)[0]
+    groups = {g["window"]: g for g in kv_groups(GEMMA4_TOY)}
+    assert groups[None]["layers"] == 2 and groups[None]["values_per_token"] == 2 * 2 * 64
+    assert groups[64]["layers"] == 10 and groups[64]["values_per_token"] == 2 * 2 * 32
+
+
+def test_a_multimodal_checkpoint_is_predicted_as_its_language_model(tmp_path) -> None:
+    """A Gemma-3-4B config.json as published: a ``gemma3`` wrapper whose ``text_config`` names only what differs from the
+    text class's defaults (no head counts, no vocabulary). Its language model is what trains on text: read complete, as
+    transformers reads it, and traced as that model (was: "lacks num_attention_heads, vocab_size")."""
+    import json
+
+    from knowledge.catalog import resolve_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3", "tie_word_embeddings": True, "text_config": {
+        "hidden_size": 256, "intermediate_size": 512, "model_type": "gemma3_text", "num_hidden_layers": 4},
+        "vision_config": {"hidden_size": 64, "intermediate_size": 128, "model_type": "siglip_vision_model",
+                          "num_attention_heads": 2, "num_hidden_layers": 1}}))
+    arch = resolve_model(str(path))
+    assert arch.hf_model_type == "gemma3_text" and "language model" in arch.name
+    assert (arch.num_attention_heads, arch.head_dim, arch.vocab_size) == (8, 256, 262208)  # Gemma3TextConfig's defaults
+    t = trace_model(arch.hf_config, TraceVariant(trains="all", min_seq=arch.hf_config["sliding_window"]))
+    assert t.params.total == _real_counts(arch.hf_config)[0]
+
+
+def test_attention_dropout_is_dropped_inside_the_fused_kernel() -> None:
+    """Seed-OSS's config asks for attention dropout 0.1: a GPU's fused kernels drop inside the kernel and keep only the
+    RNG state. The CPU's math path would keep the s x s probabilities (Seed-OSS-36B LoRA at 2k predicted 347 GiB, 288
+    of them scores; measured on an H200: 95.9 GiB)."""
+    plain = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    dropped = trace_model({**QWEN3_TOY, "attention_dropout": 0.1}, TraceVariant(trains="all"))
+    assert dropped.layer.saved_bytes.per_token_seq == plain.layer.saved_bytes.per_token_seq == 0
+    assert dropped.layer.attention_flops_fwd == plain.layer.attention_flops_fwd

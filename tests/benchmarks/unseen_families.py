@@ -25,12 +25,13 @@ def family(run_id: str) -> str:
     return run_id.split("-")[1]
 
 
-def main() -> None:
-    for label, suffix, profile in (("without profile", "", None), ("with the h100x1 profile", "-profile", "h100x1")):
+def main(grids: tuple[str, ...] = GRIDS, machine: str = "h100x1", date: str = DATE) -> None:
+    """Each grid's runs beside their stored predictions and today's, without and with ``machine``'s profile."""
+    for label, suffix, profile in (("without profile", "", None), (f"with the {machine} profile", "-profile", machine)):
         per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for g in GRIDS:
+        for g in grids:
             print(f"== {g}, {label}")
-            stored, now = compare([f"{g}-{DATE}.jsonl"], [f"{g}-predictions{suffix}-{DATE}.jsonl"], profile)
+            stored, now = compare([f"{g}-{date}.jsonl"], [f"{g}-predictions{suffix}-{date}.jsonl"], profile)
             for (b, m), (q, _) in zip(stored, now):
                 f = family(q["id"])
                 per[f]["stored"].append(b["tokens_per_s"] / m["tokens_per_s"] - 1)

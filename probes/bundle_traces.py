@@ -1,0 +1,82 @@
+"""Trace again, with this checkout's tracer, every variant the package ships, and ship the traces of the configs a
+maintainer predicted: ``python -m probes.bundle_traces [--from-home] [--workers N]``.
+
+The bundled traces (``knowledge/data/traces/<config hash>.json``) answer a catalog or measured architecture's first
+``recommend`` without tracing it; a trace of an older ``TRACE_SCHEMA`` is not used, so a change of the tracer makes
+every bundled file stale until this runs (12-15 minutes on two cores). ``--from-home`` also takes in the variants that
+``ADVISOR_HOME/traces`` holds for the configs of ``knowledge/data/configs`` (predict a grid's cases first), traced
+again here. Each file keeps its config's facts (window, default LoRA targets, KV layout); writes are atomic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from advisor.traces import BUNDLED_TRACES, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read, sliding_window
+from knowledge.catalog import kv_groups, models, resolve_model
+from knowledge.paths import BUNDLED, advisor_home
+from knowledge.traces import TraceVariant
+
+
+def _configs() -> dict[str, dict[str, Any]]:
+    """{config hash: config} of the catalog's models and the measured architectures' config.json files."""
+    from probes.hf_model import config_dict
+    from probes.trace import config_hash
+
+    archs = list(models().values()) + [resolve_model(f) for f in sorted(glob.glob(str(BUNDLED / "data" / "configs" / "*.json")))]
+    return {config_hash(config_dict(a)): config_dict(a) for a in archs}
+
+
+def _trace(job: tuple[str, dict[str, Any], dict[str, Any]]) -> tuple[str, str, dict[str, Any] | str]:
+    from probes.trace import trace_model
+
+    h, config, variant = job
+    v = TraceVariant.model_validate(variant)
+    try:
+        return h, v.key, trace_model(config, v).model_dump(mode="json")
+    except Exception as e:  # noqa: BLE001 - reported, the file keeps going
+        return h, v.key, f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m probes.bundle_traces", description=__doc__.splitlines()[0])
+    ap.add_argument("--from-home", action="store_true", help="also ship ADVISOR_HOME's traces of the measured configs")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    from knowledge.store import atomic_write_json
+    from probes.trace import default_lora_targets
+
+    configs = _configs()
+    jobs: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    for h, config in configs.items():
+        files = [BUNDLED_TRACES / f"{h}.json"] + ([advisor_home() / "traces" / f"{h}.json"] if args.from_home else [])
+        variants = {k: r["variant"] for f in files for k, r in _read(f).items() if not k.startswith("_") and isinstance(r, dict)}
+        jobs += [(h, config, v) for v in variants.values()]
+    t0 = time.perf_counter()
+    out: dict[str, dict[str, Any]] = {}
+    with ProcessPoolExecutor(max(1, args.workers)) as pool:
+        for n, (h, key, record) in enumerate(pool.map(_trace, jobs), 1):
+            if isinstance(record, str):
+                print(f"  {h} {key}: not traced ({record})", flush=True)
+                continue
+            out.setdefault(h, {})[key] = record
+            print(f"[{n}/{len(jobs)}, {time.perf_counter() - t0:.0f} s] {h} {key}", flush=True)
+    for h, records in out.items():
+        path = BUNDLED_TRACES / f"{h}.json"
+        config = configs[h]
+        data = {**records, WINDOW: sliding_window(config), KV_GROUPS: kv_groups(config)}
+        if config.get("model_type") not in ("llama", "mistral", "mixtral", "qwen2"):
+            data[LORA_DEFAULT] = default_lora_targets(config, list(USUAL_LORA_TARGETS))
+        atomic_write_json(path, data)
+    print(f"{sum(map(len, out.values()))} variants of {len(out)} configs written in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
