@@ -54,6 +54,12 @@ class Efficiencies(BaseModel):
     attention_hd64_factor: float = _p(0.82, "fitted (attention by head size, above): fused attention with head size <= 64 runs at this share of the head-128 rate", 0.1, 1.5)
     attention_hd96_factor: float = _p(0.73, "fitted (attention by head size, above): head size 65-96 (the 128 kernel, padded: 96/128 = 0.75)", 0.1, 1.5)
     attention_hd256_factor: float = _p(0.76, "fitted (attention by head size, above): head size above 128", 0.1, 1.5)
+    # heads wider than FlashAttention takes (over 256) run the memory-efficient kernel's generic path (cutlass
+    # fmha_cutlassF/B ..._k65536): forward and backward at their own share of the matmul ceiling, measured as traced FLOPs
+    # over kernel time of Gemma-4's five full-attention layers (head size 512, mb 2 x 4096, one H200: 10.5 ms forward,
+    # 111.9 ms backward; probes/anatomy.py, logs/h200-anatomy-7-2026-11-25.jsonl)
+    wide_head_attention_fwd_eff: float = _p(0.164, "measured: fused attention forward with heads over 256, share of the matmul ceiling (Gemma-4, head 512, one H200 anatomy)", 0.005, 1)
+    wide_head_attention_bwd_eff: float = _p(0.038, "measured: fused attention backward with heads over 256, share of the matmul ceiling (Gemma-4, head 512, one H200 anatomy)", 0.001, 1)
     masked_attention_factor: float = _p(0.71, "measured: with an explicit mask (a sliding window, from kv_length >= window on) SDPA runs cuDNN's masked kernel at 0.69-0.73 of the rate the unmasked fused kernel is priced at (StarCoder2-3B, s4096 and s8192, kernel times on one H100: probes/anatomy.py, logs/h100-anatomy-2-2026-11-24.jsonl)", 0.05, 1)
     extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)
     # --- framework overhead -------------------------------------------------------------------

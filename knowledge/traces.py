@@ -17,7 +17,7 @@ from pydantic import Field
 
 from knowledge.schema import Projection, Strict
 
-TRACE_SCHEMA = 8  # 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 on the memory-efficient kernel; 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 8  # 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -57,8 +57,10 @@ class Part(Strict):
     gemms: list[Gemm] = []
     attention_flops_fwd: Poly = Poly()
     attention_flops_bwd: Poly = Poly()
-    masked_attention_flops_fwd: Poly = Poly()  # of the above, calls given an explicit mask (a sliding window's), or
-    masked_attention_flops_bwd: Poly = Poly()  # heads over 256: on a GPU they run the memory-efficient kernel
+    masked_attention_flops_fwd: Poly = Poly()  # of the above, calls given an explicit mask (a sliding window's):
+    masked_attention_flops_bwd: Poly = Poly()  # on a GPU they run the memory-efficient kernel, not FlashAttention
+    wide_attention_flops_fwd: Poly = Poly()  # of the above, calls with heads over 256 (Gemma-4's full layers: 512):
+    wide_attention_flops_bwd: Poly = Poly()  # FlashAttention does not take them; the memory-efficient kernel's generic path
     fp32_flops_fwd: Poly = Poly()  # products whose inputs are fp32 (SDPA's math path upcasts: Falcon's multi-query
     fp32_flops_bwd: Poly = Poly()  # attention with a mask; fp32 experts' grouped products): CUDA cores, not tensor cores
     attention_bytes_fwd: Poly = Poly()  # eager attention's products read and write the s x s scores: at a head size of

@@ -121,7 +121,10 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
             masked_f = max(part.masked_attention_flops_fwd.at(b, n), 0.0)
             masked_b = max(part.masked_attention_flops_bwd.at(b, n), 0.0)
             slow = 1.0 / eff.masked_attention_factor - 1.0  # the masked share runs the slower kernel
-            t_f, t_b = (att_f + slow * masked_f) / rate, (att_b + slow * masked_b) / rate
+            wide_f = max(part.wide_attention_flops_fwd.at(b, n), 0.0)  # heads over 256: the generic path, at its own rate
+            wide_b = max(part.wide_attention_flops_bwd.at(b, n), 0.0)
+            t_f = (att_f - wide_f + slow * masked_f) / rate + wide_f / (c.matmul_flops * eff.wide_head_attention_fwd_eff)
+            t_b = (att_b - wide_b + slow * masked_b) / rate + wide_b / (c.matmul_flops * eff.wide_head_attention_bwd_eff)
         else:  # eager: the score products are batched GEMMs over s x s tiles, bound by FLOPs or by the scores' bytes
             rate = c.matmul_flops * trace_gemm_efficiency(T, eff)
             att_bytes_f, att_bytes_b = max(part.attention_bytes_fwd.at(b, n), 0.0), max(part.attention_bytes_bwd.at(b, n), 0.0)

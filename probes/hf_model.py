@@ -98,15 +98,18 @@ def attention_for(cfg: Any, want: str) -> str:
     return "sdpa" if cls is None or getattr(cls, "_supports_sdpa", True) else "eager"
 
 
+# lists of layer numbers: Qwen-MoE's dense layers, Bamba's and LFM2's attention layers
+_LAYER_NUMBERS = ("mlp_only_layers", "attn_layer_indices", "full_attn_idxs")
 # list-valued config keys that are not one entry per layer, whatever their length
 _NOT_PER_LAYER = frozenset({"architectures", "eos_token_id", "bos_token_id", "pad_token_id"})
 
 
 def _per_layer_keys(cfg: dict[str, Any], layers: int) -> list[str]:
     """The keys of ``cfg`` holding one entry per layer: ``layer_types`` and its kin (``mlp_layer_types``,
-    ``indexer_types``, ``num_attention_heads_per_layer``...), whatever the family calls them."""
-    return [k for k, v in cfg.items() if isinstance(v, list) and k not in _NOT_PER_LAYER
-            and (k == "layer_types" and v or len(v) == layers and layers > 1)]
+    ``indexer_types``, ``num_attention_heads_per_layer``...), whatever the family calls them; a string of one
+    character per layer too (Nemotron-H's ``hybrid_override_pattern``: M for Mamba, * for attention, - for MLP)."""
+    return [k for k, v in cfg.items() if isinstance(v, (list, str)) and k not in _NOT_PER_LAYER and k not in _LAYER_NUMBERS
+            and (k == "layer_types" and isinstance(v, list) and v or len(v) == layers and layers > 1)]
 
 
 def _cut_per_layer(cfg: dict[str, Any], index: list[int]) -> None:
@@ -115,13 +118,15 @@ def _cut_per_layer(cfg: dict[str, Any], index: list[int]) -> None:
     dense layers by number). transformers' config classes check each list's length against the cut's layer count."""
     layers = int(cfg["num_hidden_layers"])
     for k in _per_layer_keys(cfg, layers):
-        cfg[k] = [cfg[k][i % len(cfg[k])] for i in index]
+        cut = [cfg[k][i % len(cfg[k])] for i in index]
+        cfg[k] = "".join(cut) if isinstance(cfg[k], str) else cut
     if isinstance(cfg.get("per_layer_config"), dict):
         by_layer = {int(k): v for k, v in cfg["per_layer_config"].items()}
         cfg["per_layer_config"] = {str(j): by_layer[i] for j, i in enumerate(index) if i in by_layer}
-    if isinstance(cfg.get("mlp_only_layers"), list) and cfg["mlp_only_layers"]:
-        dense = set(cfg["mlp_only_layers"])
-        cfg["mlp_only_layers"] = [j for j, i in enumerate(index) if i in dense]
+    for k in _LAYER_NUMBERS:
+        if isinstance(cfg.get(k), list) and cfg[k]:
+            chosen = set(cfg[k])
+            cfg[k] = [j for j, i in enumerate(index) if i in chosen]
 
 
 def layer_signatures(config: dict[str, Any]) -> list[tuple]:
@@ -133,10 +138,10 @@ def layer_signatures(config: dict[str, Any]) -> list[tuple]:
     keys = _per_layer_keys(full, layers)
     overrides = {int(k): v for k, v in (full.get("per_layer_config") or {}).items()} if isinstance(
         full.get("per_layer_config"), dict) else {}
-    dense = set(full.get("mlp_only_layers") or []) if isinstance(full.get("mlp_only_layers"), list) else set()
+    numbered = [set(full[k]) if isinstance(full.get(k), list) else set() for k in _LAYER_NUMBERS]
     prefix = int(config.get("first_k_dense_replace") or 0)
-    return [tuple(str(full[k][i % len(full[k])]) for k in keys) + (str(overrides.get(i, "")), i in dense, i < prefix)
-            for i in range(layers)]
+    return [tuple(str(full[k][i % len(full[k])]) for k in keys) + (str(overrides.get(i, "")), i < prefix)
+            + tuple(i in n for n in numbered) for i in range(layers)]
 
 
 def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, attn_impl: str = "sdpa",
@@ -153,8 +158,11 @@ def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, a
     cfg["use_cache"] = use_cache
     for k in ("quantization_config", "dtype", "torch_dtype"):
         cfg.pop(k, None)  # a checkpoint's storage format says nothing of speed or memory
-    for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        cfg[k] = None  # the tokenizer's ids: the family's defaults may lie outside a shortened vocabulary
+    vocab = cfg.get("vocab_size")
+    for k in ("pad_token_id", "bos_token_id", "eos_token_id"):  # the tokenizer's ids: a family's defaults may lie outside
+        ids = cfg.get(k)  # a shortened vocabulary; ids inside it stay (CWM's and ModernBERT's classes require them)
+        inside = isinstance(vocab, int) and all(isinstance(i, int) and 0 <= i < vocab for i in (ids if isinstance(ids, list) else [ids]))
+        cfg[k] = ids if inside and ids not in (None, []) else None
     out = transformers.AutoConfig.for_model(kind, **cfg)
     out._attn_implementation = attention_for(out, attn_impl)
     return out

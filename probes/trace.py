@@ -69,7 +69,10 @@ def _plan(config: dict[str, Any]) -> tuple[int, int]:
         for p in range(1, min((len(sig) - prefix) // 2, 8) + 1):  # a pattern repeats: two periods at least
             if _periodic(sig[prefix:], p):
                 return prefix, p
-    return 0, next((p for p in range(1, min(len(sig), 8) + 1) if _periodic(sig, p)), 1)  # a model too short to repeat
+    # a model too short to repeat, or layers placed without a short period (Granite-4.0-H's attention layers among its
+    # Mamba ones): the period of the whole, which ``layer_kinds`` then traces one layer per kind
+    few = len(set(sig)) <= 4  # else the old answer: every layer as the first (a cut of the whole model costs too much)
+    return 0, next((p for p in range(1, min(len(sig), 8) + 1) if _periodic(sig, p)), len(sig) if few else 1)
 
 
 def _cut_config(config: dict[str, Any], layers: int, attention: str, layer_index: list[int] | None = None) -> Any:
@@ -98,6 +101,7 @@ class _Counter:
         self.gemms: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # flops, calls, token rows
         self.attn_flops = {"fwd": 0.0, "bwd": 0.0}
         self.masked_flops = {"fwd": 0.0, "bwd": 0.0}
+        self.wide_flops = {"fwd": 0.0, "bwd": 0.0}  # fused attention with heads wider than FlashAttention takes
         self.fp32_flops = {"fwd": 0.0, "bwd": 0.0}  # products of fp32 inputs, whatever they multiply
         self.attn_bytes = {"fwd": 0.0, "bwd": 0.0}  # what eager attention's products read and write (the s x s scores)
         self.attn_calls = 0.0
@@ -162,21 +166,19 @@ class _Counter:
         g[2] += rows
 
 
-def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> tuple[float, bool]:
-    """(FLOPs of a fused attention call from its query/key/value shapes, half the square when causal; whether a GPU
-    runs it on the memory-efficient kernel rather than FlashAttention: given an explicit mask, or heads over 256 wide,
-    which FlashAttention does not take (Gemma-4's full-attention layers: 512; their backward measured 35% over the
-    FlashAttention-priced one at 4k tokens on an H200))."""
+def _sdpa_flops(func: Any, args: tuple, kwargs: dict) -> tuple[float, bool, bool]:
+    """(FLOPs of a fused attention call from its query/key/value shapes, half the square when causal; whether it was
+    given an explicit mask; whether its heads are wider than FlashAttention takes, 256: a GPU runs those on the
+    memory-efficient kernel's generic path, Gemma-4's full-attention layers at 512)."""
     names = [a.name for a in func._schema.arguments]
     values = dict(zip(names, args)) | kwargs
     q, k, v = values.get("query"), values.get("key"), values.get("value")
     if q is None or k is None or v is None:
-        return 0.0, False
+        return 0.0, False, False
     b_h = q.numel() // (q.shape[-2] * q.shape[-1])
     full = 2.0 * b_h * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-    masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None or max(
-        q.shape[-1], v.shape[-1]) > FLASH_MAX_HEAD
-    return (full / 2 if values.get("is_causal") else full), masked
+    masked = values.get("attn_mask") is not None or values.get("attn_bias") is not None
+    return (full / 2 if values.get("is_causal") else full), masked, max(q.shape[-1], v.shape[-1]) > FLASH_MAX_HEAD
 
 
 def _fp32_grouped_mm(func: Any, args: tuple, kwargs: dict, c: _Counter) -> Any:
@@ -213,10 +215,11 @@ def _mode(c: _Counter) -> Any:
             if name in GEMM_OPS:
                 c.gemm(name, args)
             elif "scaled_dot_product" in name:
-                flops, masked = _sdpa_flops(func, args, kwargs)
+                flops, masked, wide = _sdpa_flops(func, args, kwargs)
                 flops *= ATTENTION_BACKWARD if name.endswith("_backward") else 1.0
                 c.attn_flops[c.phase] += flops
-                c.masked_flops[c.phase] += flops * masked
+                c.wide_flops[c.phase] += flops * wide
+                c.masked_flops[c.phase] += flops * (masked and not wide)
                 c.attn_calls += c.phase == "fwd"
             else:
                 ins = [a for a in args if hasattr(a, "untyped_storage")]
@@ -407,13 +410,21 @@ def _as_on_a_gpu() -> Iterator[None]:
             query, key, value, attn_mask, query.requires_grad or key.requires_grad, dropout_p, is_causal,
             scale=scale)[0]
 
+    rand = torch.rand
+
+    def draw(*size, **kw):  # LayerDrop's draw (OPT, XGLM, BioGPT: ``torch.rand([]) < layerdrop``) is read on the host,
+        # which a fake tensor cannot answer; a known 1.0 drops no layer, as their configs' layerdrop of 0 never does
+        return torch.tensor(1.0) if size in (([],), ((),), ()) and not kw.get("out") else rand(*size, **kw)
+
     mu.find_packed_sequence_indices = lambda *a, **k: None
     torch.nn.functional.scaled_dot_product_attention = fused
+    torch.rand = draw
     try:
         yield
     finally:
         mu.find_packed_sequence_indices = old
         torch.nn.functional.scaled_dot_product_attention = sdpa
+        torch.rand = rand
 
 
 def seqs(v: TraceVariant) -> tuple[int, ...]:
@@ -480,6 +491,8 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "attention_flops_bwd": fit([c.attn_flops["bwd"] for c in cs]),
         "masked_attention_flops_fwd": fit([c.masked_flops["fwd"] for c in cs]),
         "masked_attention_flops_bwd": fit([c.masked_flops["bwd"] for c in cs]),
+        "wide_attention_flops_fwd": fit([c.wide_flops["fwd"] for c in cs]),
+        "wide_attention_flops_bwd": fit([c.wide_flops["bwd"] for c in cs]),
         "fp32_flops_fwd": fit([c.fp32_flops["fwd"] for c in cs]),
         "attention_bytes_fwd": fit([c.attn_bytes["fwd"] for c in cs]),
         "attention_bytes_bwd": fit([c.attn_bytes["bwd"] for c in cs]),
@@ -643,7 +656,7 @@ def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | 
     from probes.hf_model import layer_signatures
 
     prefix, p = _plan(config)
-    if p < 3 or prefix or int(config.get("first_k_dense_replace") or 0):
+    if p < 3 or prefix or int(config.get("first_k_dense_replace") or 0):  # (an irregular model: p is all its layers)
         return None
     sig = layer_signatures(config)
     first = {s: i for i, s in reversed(list(enumerate(sig)))}

@@ -332,3 +332,72 @@ def test_attention_dropout_is_dropped_inside_the_fused_kernel() -> None:
     dropped = trace_model({**QWEN3_TOY, "attention_dropout": 0.1}, TraceVariant(trains="all"))
     assert dropped.layer.saved_bytes.per_token_seq == plain.layer.saved_bytes.per_token_seq == 0
     assert dropped.layer.attention_flops_fwd == plain.layer.attention_flops_fwd
+
+
+QWEN35_TOY = {"model_type": "qwen3_5_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
+              "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32,
+              "linear_value_head_dim": 32, "layer_types": ["linear_attention"] * 3 + ["full_attention"]}
+
+
+def test_a_scan_over_chunks_launches_kernels_per_token() -> None:
+    """Qwen3.5's gated delta-net layers, without their fused kernel, scan the sequence in chunks of 64 tokens, a loop
+    body of kernels per chunk: the kernels a step launches grow with the sequence (a Qwen3.5-9B LoRA step at 2k tokens
+    launched 53,754 kernels on an H200, probes/anatomy.py); attention's do not."""
+    scan = trace_model(QWEN35_TOY, TraceVariant(trains="all"))
+    assert scan.layer.kernels_seq_fwd > 0 and scan.layer.kernels_seq_bwd > scan.layer.kernels_seq_fwd
+    # a chunk of 64 tokens adds the same kernels wherever it falls: the count per token is a multiple of 1/64 per layer
+    per_chunk = scan.layer.kernels_seq_fwd * 64 * scan.layers / 3  # three of the four layers scan
+    assert per_chunk == pytest.approx(round(per_chunk), abs=1e-6)
+    plain = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    assert plain.layer.kernels_seq_fwd == plain.layer.kernels_seq_bwd == 0
+
+
+def test_heads_wider_than_flash_attention_takes_are_counted_apart() -> None:
+    """FlashAttention takes heads up to 256; Gemma-4's full-attention layers (512) run the memory-efficient kernel's
+    generic path, whose backward measured 4x slower per FLOP than its forward on an H200 (10.5 ms and 111.9 ms for
+    five layers at 2 x 4096): their FLOPs are kept apart to be priced at that kernel's rates."""
+    t = trace_model(GEMMA4_TOY, TraceVariant(trains="all", min_seq=64))
+    s, b = 512, 1
+    wide, every = t.total("wide_attention_flops_fwd", b, s), t.total("attention_flops_fwd", b, s)
+    # the two full layers' heads are 64 wide in the toy: none is wide; at 512 wide, the full layers' calls are
+    assert wide == 0 < every
+    wide_cfg = {**GEMMA4_TOY, "head_dim": 128, "per_layer_config": {"05": {"head_dim": 512}, "11": {"head_dim": 512}}}
+    w = trace_model(wide_cfg, TraceVariant(trains="all", min_seq=64))
+    full_layer = 2.0 * 4 * s * s * (512 + 512) / 2  # causal: half the square, 4 heads, q.k and p.v
+    assert w.total("wide_attention_flops_fwd", b, s) == pytest.approx(2 * full_layer, rel=1e-6)
+    assert w.total("masked_attention_flops_fwd", b, s) > 0  # the sliding layers' masked calls stay masked
+
+
+def test_a_layerdrop_draw_read_on_the_host_is_answered() -> None:
+    """OPT, XGLM and BioGPT draw ``torch.rand([])`` per layer in training and compare it with ``layerdrop`` on the host,
+    which a fake tensor cannot answer ("cannot trace model_type 'opt': DataDependentOutputException"): the draw is a
+    known 1.0, which drops no layer, as their configs' layerdrop of 0 never does."""
+    opt = {"model_type": "opt", "hidden_size": 64, "ffn_dim": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 1000, "word_embed_proj_dim": 64, "max_position_embeddings": 512}
+    t = trace_model(opt, TraceVariant(trains="all"))
+    assert t.params.total == _real_counts(opt)[0]
+    assert t.layer.gemms  # the layer ran: its projections were counted
+
+
+def test_attention_layers_placed_without_a_short_period_are_traced_as_themselves() -> None:
+    """Granite-4.0-H places a few attention layers among its Mamba ones with no period of eight layers or fewer: each
+    kind is traced once and weighted by its count (before, every layer was traced as the first, a Mamba one, and LoRA's
+    q/k/v/o were "not found in this model")."""
+    from transformers import AutoConfig
+
+    from probes.trace import layer_kinds
+
+    base = {k: v for k, v in AutoConfig.for_model("granitemoehybrid").to_dict().items()
+            if not k.startswith("_") and k != "transformers_version"}
+    types = ["mamba"] * 11
+    types[2] = types[9] = "attention"
+    toy = {**base, "hidden_size": 128, "intermediate_size": 256, "shared_intermediate_size": 256, "num_hidden_layers": 11,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "num_local_experts": 4,
+           "num_experts_per_tok": 2, "mamba_n_heads": 8, "mamba_d_head": 32, "mamba_d_state": 16, "mamba_n_groups": 1,
+           "mamba_chunk_size": 64, "layer_types": types}
+    kinds, share = layer_kinds(toy)
+    assert kinds == [0, 2] and share[2] == pytest.approx(2 / 11)
+    t = trace_model(toy, TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=8))
+    assert t.params.total == _real_counts(toy)[0]
+    assert t.params.adapter == 2 * 8 * ((128 + 4 * 32) + (128 + 2 * 32))  # the two attention layers' q and v

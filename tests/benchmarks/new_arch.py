@@ -15,4 +15,4 @@ from __future__ import annotations
 from tests.benchmarks.unseen_families import main
 
 if __name__ == "__main__":
-    main(("h200-new-arch",), "h200x1", "2026-11-25")
+    main(("h200-new-arch", "h200-new-arch-2"), "h200x1", "2026-11-25")
