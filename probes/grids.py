@@ -290,6 +290,7 @@ FAMILIES = {
     "helium": CONFIGS + "helium.json",
     "seed": CONFIGS + "seed-oss.json",
     "coh2": CONFIGS + "cohere2.json",
+    "opt": CONFIGS + "opt-1.3b.json",  # LayerDrop's host-side draw, traced since the second grid
 }
 
 
@@ -872,7 +873,22 @@ def _new_arch_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _new_arch_3(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """What the two grids skipped for their budget (Cohere2, Ministral-3 at mb 4), OPT (traced since), and Gemma-4's full
+    training at 8k (its wide heads' backward in a full step), stored before they run."""
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    c = _family_case(hw, prefix)
+    return [
+        c("opt-full-pt-mb8", "opt", "pretrain", micro_batch_size=8, **pt),
+        c("opt-lora-z0-mb8", "opt", "finetune", method="lora", micro_batch_size=8, zero_stage=0, **ds),
+        c("min3-lora-pt-mb4", "min3", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("g4-full-pt-rc-mb2-s8192", "g4", "pretrain", micro_batch_size=2, seq_len=8192, recompute=True, **pt),
+        c("coh2-lora-pt-mb1", "coh2", "finetune", method="lora", micro_batch_size=1, _timeout_s=150, **pt),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
+                         "h200-new-arch-3": lambda: _new_arch_3("h200x1", "h200c"),
                          "h200-new-arch-2": lambda: _new_arch_2("h200x1", "h200b"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
                          "h100-unseen-families": lambda: _unseen_families("h100x1", "h100u"),
                          "h100-unseen-families-2": lambda: _unseen_families_2("h100x1", "h100u2"),
