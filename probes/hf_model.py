@@ -104,18 +104,23 @@ _LAYER_NUMBERS = ("mlp_only_layers", "attn_layer_indices", "full_attn_idxs")
 _NOT_PER_LAYER = frozenset({"architectures", "eos_token_id", "bos_token_id", "pad_token_id"})
 
 
+# strings of one character per layer: Nemotron-H's (M for Mamba, * for attention, - for an MLP)
+_PATTERN_STRINGS = ("hybrid_override_pattern",)
+
+
 def _per_layer_keys(cfg: dict[str, Any], layers: int) -> list[str]:
     """The keys of ``cfg`` holding one entry per layer: ``layer_types`` and its kin (``mlp_layer_types``,
-    ``indexer_types``, ``num_attention_heads_per_layer``...), whatever the family calls them; a string of one
-    character per layer too (Nemotron-H's ``hybrid_override_pattern``: M for Mamba, * for attention, - for MLP)."""
-    return [k for k, v in cfg.items() if isinstance(v, (list, str)) and k not in _NOT_PER_LAYER and k not in _LAYER_NUMBERS
-            and (k == "layer_types" and isinstance(v, list) and v or len(v) == layers and layers > 1)]
+    ``indexer_types``, ``num_attention_heads_per_layer``...), whatever the family calls them, and the layer patterns
+    written as strings."""
+    lists = [k for k, v in cfg.items() if isinstance(v, list) and k not in _NOT_PER_LAYER and k not in _LAYER_NUMBERS
+             and (k == "layer_types" and v or len(v) == layers and layers > 1)]
+    return lists + [k for k in _PATTERN_STRINGS if isinstance(cfg.get(k), str) and len(cfg[k]) == layers]
 
 
 def _cut_per_layer(cfg: dict[str, Any], index: list[int]) -> None:
     """Cut ``cfg``'s per-layer entries in place to the model's layers ``index`` (a cut's layer j is layer index[j]):
-    lists of one entry per layer, ``per_layer_config`` (Gemma-4: {"05": {...}}) and ``mlp_only_layers`` (Qwen-MoE's
-    dense layers by number). transformers' config classes check each list's length against the cut's layer count."""
+    lists of one entry per layer, ``per_layer_config`` (Gemma-4: {"05": {...}}) and lists of layer numbers
+    (``_LAYER_NUMBERS``). transformers' config classes check each list's length against the cut's layer count."""
     layers = int(cfg["num_hidden_layers"])
     for k in _per_layer_keys(cfg, layers):
         cut = [cfg[k][i % len(cfg[k])] for i in index]
@@ -131,8 +136,8 @@ def _cut_per_layer(cfg: dict[str, Any], index: list[int]) -> None:
 
 def layer_signatures(config: dict[str, Any]) -> list[tuple]:
     """What sets each layer of the model apart, as transformers reads the config (it derives ``layer_types`` where a
-    config.json predates them): every per-layer entry, a ``per_layer_config`` override, Qwen-MoE's ``mlp_only_layers``,
-    DeepSeek's dense prefix (``first_k_dense_replace``). Layers of equal signature run the same code."""
+    config.json predates them): every per-layer entry, a ``per_layer_config`` override, DeepSeek's dense prefix
+    (``first_k_dense_replace``), membership of each list of layer numbers. Layers of equal signature run the same code."""
     full = config_from_dict(config).to_dict()
     layers = int(config["num_hidden_layers"])
     keys = _per_layer_keys(full, layers)
