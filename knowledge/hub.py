@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knowledge.catalog import _HF_KEYS, arch_from_hf_config
+from knowledge.catalog import _HF_KEYS, arch_from_hf_config, language_model_config
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch
 
@@ -96,8 +96,8 @@ def _reachable(url: str, timeout_s: float = 0.8) -> bool:
 @lru_cache(maxsize=64)
 def hub_model(repo_id: str) -> ModelArch:
     cfg = hub_config(repo_id)
-    if "text_config" in cfg and "hidden_size" not in cfg:  # multimodal wrappers keep the decoder here
-        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
+    if "text_config" in cfg and "hidden_size" not in cfg:  # a multimodal wrapper: its language model, read complete
+        cfg = language_model_config(cfg) or {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
     missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
     if missing:
         raise AdvisorError(f"model {repo_id!r}: its config lacks {', '.join(missing)} (only Llama-style decoders)")

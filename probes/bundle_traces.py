@@ -3,7 +3,7 @@ maintainer predicted: ``python -m probes.bundle_traces [--from-home] [--workers 
 
 The bundled traces (``knowledge/data/traces/<config hash>.json``) answer a catalog or measured architecture's first
 ``recommend`` without tracing it; a trace of an older ``TRACE_SCHEMA`` is not used, so a change of the tracer makes
-every bundled file stale until this runs (12-15 minutes on two cores). ``--from-home`` also takes in the variants that
+every bundled file stale until this runs (1.5-3.5 minutes on two cores, 2026-11-25). ``--from-home`` also takes in the variants that
 ``ADVISOR_HOME/traces`` holds for the configs of ``knowledge/data/configs`` (predict a grid's cases first), traced
 again here. Each file keeps its config's facts (window, default LoRA targets, KV layout); writes are atomic.
 """
@@ -18,7 +18,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from advisor.traces import BUNDLED_TRACES, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read, sliding_window
+from advisor.traces import (BUNDLED_TRACES, HAND_COUNTED, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read,
+                            sliding_window)
 from knowledge.catalog import kv_groups, models, resolve_model
 from knowledge.paths import BUNDLED, advisor_home
 from knowledge.traces import TraceVariant
@@ -30,7 +31,8 @@ def _configs() -> dict[str, dict[str, Any]]:
     from probes.trace import config_hash
 
     archs = list(models().values()) + [resolve_model(f) for f in sorted(glob.glob(str(BUNDLED / "data" / "configs" / "*.json")))]
-    return {config_hash(config_dict(a)): config_dict(a) for a in archs}
+    configs = [config_dict(a) for a in archs]
+    return {config_hash(c): c for c in configs}
 
 
 def _trace(job: tuple[str, dict[str, Any], dict[str, Any]]) -> tuple[str, str, dict[str, Any] | str]:
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         path = BUNDLED_TRACES / f"{h}.json"
         config = configs[h]
         data = {**records, WINDOW: sliding_window(config), KV_GROUPS: kv_groups(config)}
-        if config.get("model_type") not in ("llama", "mistral", "mixtral", "qwen2"):
+        if config.get("model_type") not in HAND_COUNTED:
             data[LORA_DEFAULT] = default_lora_targets(config, list(USUAL_LORA_TARGETS))
         atomic_write_json(path, data)
     print(f"{sum(map(len, out.values()))} variants of {len(out)} configs written in {time.perf_counter() - t0:.0f} s")
