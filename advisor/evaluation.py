@@ -126,13 +126,22 @@ def traced(arch) -> bool:
     return arch.hf_config is not None and arch.hf_model_type not in HAND_COUNTED
 
 
+def _with_omp_threads(m: Measurement) -> dict:
+    """The row's case with the OpenMP threads its ranks really ran with (the run's environment records them:
+    torchrun sets 1 per rank) where the case does not say."""
+    threads = m.environment.omp_threads if m.environment else None
+    if threads and m.case.get("omp_threads") is None:
+        return {**m.case, "omp_threads": threads}
+    return m.case
+
+
 def training_rows(measurements: Sequence[Measurement]) -> tuple[list[Row], list[str]]:
     rows, skipped = [], []
     for m in measurements:
         if m.case.get("task") not in ("pretrain", "finetune"):
             continue
         try:
-            case = parse_case(m.case)
+            case = parse_case(_with_omp_threads(m))
             platform = resolve_platform(case.hardware, case.gpus)
             arch = resolve_model(case.model)
         except (AdvisorError, ValueError) as e:

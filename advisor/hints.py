@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from knowledge.schema import PlatformSpec, TrainCase
+from models.step_time import launch_omp_threads
 
 
 def launch_env(case: TrainCase, platform: PlatformSpec, gpus: int) -> dict[str, str]:
@@ -20,7 +21,7 @@ def launch_env(case: TrainCase, platform: PlatformSpec, gpus: int) -> dict[str, 
     if gpus > 1 and not platform.gpu.p2p_over_pcie and platform.interconnect in ("pcie", "pcie-no-p2p"):
         env["NCCL_P2P_DISABLE"] = "1"
     if case.offload != "none":
-        env["OMP_NUM_THREADS"] = str(max(platform.host.cpu_cores // max(gpus, 1), 1))
+        env["OMP_NUM_THREADS"] = str(case.omp_threads or launch_omp_threads(platform.host.cpu_cores, gpus))
     return env
 
 

@@ -54,6 +54,14 @@ def flags_to_case(flags: str, task: str) -> dict:
     return case
 
 
+# OpenMP threads of each rank in the study's runs: the paper does not say how its ranks were started. Its offload
+# rows fit one thread per rank (as under torchrun, or an exported OMP_NUM_THREADS=1): the fitted per-thread CPU Adam
+# factor of the A800 server is then 0.63 of our measured rate; with every core per rank (the DeepSpeed launcher's
+# default) they fall to 0.04-0.13, and each server left out is predicted 2-3x too fast on offload
+# (A800 30% -> 115%, n=21).
+STUDY_OMP_THREADS = 1
+
+
 def load_published() -> list[Measurement]:
     """Every DeepSpeed row of the Zhang et al. tables (Megatron rows and batch-less OOM rows skipped)."""
     rows: list[Measurement] = []
@@ -66,6 +74,7 @@ def load_published() -> list[Measurement]:
                 case.update(
                     id=f"{path.stem}:{n}", hardware=_PLATFORM[r["platform"]], model=r["model"],
                     micro_batch_size=int(r["batch_size"]), seq_len=int(r["seq_len"]),
+                    omp_threads=STUDY_OMP_THREADS,
                 )
                 oom = r["oom"].strip().lower() == "true"
                 measured = Measured(

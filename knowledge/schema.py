@@ -234,6 +234,10 @@ class TrainCase(_CaseBase):
     # BF16_Optimizer (fp32 masters and Adam states split over the ranks, fp32 gradients of the whole model kept); its
     # default runs an optimizer that keeps them whole on every rank (DeepSpeed 0.19's engine._do_optimizer_sanity_check)
     grad_accum_dtype: Literal["bf16", "fp32"] | None = None
+    # OMP_NUM_THREADS of each rank: the threads ZeRO-Offload's CPU Adam runs on (None: what advisor's launch line
+    # sets, the node's cores shared out over its ranks; torchrun sets 1; the DeepSpeed launcher leaves it unset,
+    # so each rank takes every core)
+    omp_threads: int | None = Field(default=None, ge=1, le=1 << 16)
 
     @model_validator(mode="before")
     @classmethod

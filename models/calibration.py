@@ -140,11 +140,12 @@ def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, ne
     ceil = ceilings(platform, eff, ratios)
     if same_host and profile.links and profile.links.cpu_adam:
         # CPU Adam with N processes at once on this host: each rank's rate under the node's contention
-        best: dict[int, float] = {}
+        best: dict[tuple[int, int], float] = {}
         for pt in profile.links.cpu_adam:
-            best[pt.processes] = max(best.get(pt.processes, 0.0), pt.gparams_per_s)
-        ceil = replace(ceil, cpu_adam_concurrent=tuple(sorted(best.items())))
-        measured.update({f"cpu_adam_x{k}_gparams_per_s": v for k, v in best.items()})
+            key = (pt.processes, pt.threads)
+            best[key] = max(best.get(key, 0.0), pt.gparams_per_s)
+        ceil = replace(ceil, cpu_adam_concurrent=tuple(sorted((p, t, r) for (p, t), r in best.items())))
+        measured.update({f"cpu_adam_x{p}_t{t}_gparams_per_s": r for (p, t), r in best.items()})
     return Calibration(eff, ceil, host, source, ratios, measured)
 
 

@@ -24,8 +24,8 @@ class Ceilings:
     fp32_flops: float = 0.0  # FLOP/s of FP32 on the CUDA cores (datasheet): products of fp32 inputs
     cpu_adam_gparams_s: float | None = None  # DeepSpeed CPU Adam measured on this host (catalog or profile)
     cpu_adam_threads: int | None = None  # ... on this many threads
-    # ((processes, Gparam/s of each), ...): CPU Adam run by that many processes at once (advisor probe)
-    cpu_adam_concurrent: tuple[tuple[int, float], ...] = ()
+    # ((processes, threads of each, Gparam/s of each), ...): CPU Adam run by that many processes at once (advisor probe)
+    cpu_adam_concurrent: tuple[tuple[int, int, float], ...] = ()
     # the network between nodes (several nodes only; ``models.calibration.with_network``)
     net_bps: float = 0.0  # per node, one direction, all NICs, line rate, bytes/s
     net_eff: float = 1.0  # achieved / line rate

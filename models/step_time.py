@@ -104,31 +104,55 @@ def soft_max(a: float, b: float, p: float = 4.0) -> float:
     return (a**p + b**p) ** (1 / p) if a > 0 or b > 0 else 0.0
 
 
-def cpu_adam_threads(s: TrainSetup) -> int:
-    """Threads DeepSpeed's CPU Adam gets on each rank: every core for one process; one per worker when
-    several ranks share the node, since torchrun sets OMP_NUM_THREADS=1 for each worker unless it is set
-    (own 2xH200 rows: 0.36 Gparam/s per rank, the single-thread rate)."""
-    return s.platform.host.cpu_cores if s.per_node == 1 else 1
+# DeepSpeed CPU Adam with more OpenMP threads than the node has cores (ranks x threads > cores: the DeepSpeed
+# launcher leaves OMP_NUM_THREADS unset, so every rank's OpenMP takes every core): each rank gets its share of the
+# cores at this fraction of the rate it has with that many threads of its own. Measured on the one-H200 host (16
+# cores, DeepSpeedCPUAdam on 100M parameters per process; knowledge/measurements/own/logs/
+# h200x1-host-contention-2026-11-26.jsonl): 2, 4 and 8 processes of 16 threads ran at 0.82, 0.72 and 0.93 of the
+# rate of 2 x 8, 4 x 4 and 8 x 2 threads (mean 0.82).
+OVERSUBSCRIBED_OMP_EFF = 0.82
+
+
+def launch_omp_threads(cores: int, ranks_on_node: int) -> int:
+    """OMP_NUM_THREADS advisor's launch line sets for ZeRO-Offload (advisor.hints.launch_env): the node's cores
+    shared out over its ranks."""
+    return max(cores // max(ranks_on_node, 1), 1)
+
+
+def omp_threads(s: TrainSetup) -> int:
+    """OpenMP threads each rank's CPU Adam is started with: the case's, else what advisor's launch line sets."""
+    return s.case.omp_threads or launch_omp_threads(s.platform.host.cpu_cores, s.per_node)
+
+
+def effective_threads(threads: int, ranks_on_node: int, cores: int) -> float:
+    """Threads' worth of cores one rank's CPU Adam gets: its own threads while the node's ranks fit its cores,
+    else its share of the cores, time-shared (``OVERSUBSCRIBED_OMP_EFF``)."""
+    ranks = max(ranks_on_node, 1)
+    if threads * ranks <= cores:
+        return float(threads)
+    return max(min(threads, cores / ranks), 1.0) * OVERSUBSCRIBED_OMP_EFF
 
 
 def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_on_node: int = 1) -> float:
-    """CPU Adam rate of one rank, 1 / (1 / (threads x per-thread rate) + ranks / node cap): linear in threads
-    until the host's memory bandwidth caps it, and that cap is the node's, shared by every rank of the node
-    stepping at once. Where the host's rate was measured (catalog or profile), the cap is what makes the
+    """CPU Adam rate of one rank started with ``threads`` OpenMP threads, 1 / (1 / (threads x per-thread rate) +
+    ranks / node cap): linear in threads until the host's memory bandwidth caps it, and that cap is the node's,
+    shared by every rank of the node stepping at once; threads beyond the node's cores time-share them
+    (``effective_threads``). Where the host's rate was measured (catalog or profile), the cap is what makes the
     curve pass through that measurement; where ``advisor probe --links`` ran as many concurrent processes as
-    the node's ranks, their measured per-process rate is used.
+    the node's ranks with these threads, their measured per-process rate is used.
     Checked on the 2xH200 host (knowledge/measurements/own/logs/h200x2-links-2026-11-23.*): one thread 0.775
     Gparam/s and the node's 5.56 on 32 threads give 1 / (1/0.775 + 2/5.56) = 0.61 per process for two
     processes; measured 0.612."""
-    for procs, per_proc in c.cpu_adam_concurrent:
-        if procs == ranks_on_node and ranks_on_node > 1:
+    for procs, procs_threads, per_proc in c.cpu_adam_concurrent:
+        if procs == ranks_on_node and procs_threads == threads and ranks_on_node > 1:
             return per_proc
     r1 = eff.cpu_adam_thread_gparams_s
     cap = eff.cpu_adam_bandwidth_gparams_s
     if c.cpu_adam_gparams_s and c.cpu_adam_threads:
         linear = c.cpu_adam_threads * r1
         cap = 1.0 / (1.0 / c.cpu_adam_gparams_s - 1.0 / linear) if c.cpu_adam_gparams_s < 0.95 * linear else 20.0 * linear
-    return 1.0 / (1.0 / (threads * r1) + max(ranks_on_node, 1) / cap)
+    t = effective_threads(threads, ranks_on_node, c.cpu_cores)
+    return 1.0 / (1.0 / (t * r1) + max(ranks_on_node, 1) / cap)
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernels: float) -> tuple[float, float]:
@@ -193,7 +217,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM
     h2d = c.pcie_bps * eff.h2d_eff
     if s.offload_optimizer:
-        rate = cpu_adam_gparams_per_s(cpu_adam_threads(s), eff, c, s.per_node) * 1e9
+        rate = cpu_adam_gparams_per_s(omp_threads(s), eff, c, s.per_node) * 1e9
         cpu = local / rate * eff.offload_step_overhead
         if s.zero == 3 and not s.offload_params:
             cpu *= eff.zero3_offload_opt_overhead

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from knowledge.schema import CpuAdamPoint, LinkCollectivePoint, LinksProbe
+from models.step_time import launch_omp_threads
 
 LINK_SIZES: tuple[int, ...] = (2**20, 2**23, 2**26, 2**28)  # 1 MiB .. 256 MiB
 TOY_SIZES: tuple[int, ...] = (2**12, 2**16)
@@ -126,7 +127,7 @@ def cpu_adam_concurrent(processes: int, n_params: int, threads: int, allow_build
 
 
 def measure_links(toy: bool = False, procs: tuple[int, ...] = (1, 2), adam_params: int | None = None,
-                  copy_bytes: int | None = None, threads: int = 1, allow_build: bool = False,
+                  copy_bytes: int | None = None, threads: int | None = None, allow_build: bool = False,
                   log=None) -> LinksProbe:
     """Every measurement of this module on this box; ``log(dict)`` gets each as it is taken."""
     import torch
@@ -144,8 +145,10 @@ def measure_links(toy: bool = False, procs: tuple[int, ...] = (1, 2), adam_param
     single, h2d, d2h = concurrent_copies(copy_bytes or (2**16 if toy else 2**28), toy=gpus == 0)
     log({"kind": "copies", "single_h2d_gbs": single, "concurrent_h2d_gbs": h2d, "concurrent_d2h_gbs": d2h, "gpus": max(gpus, 2)})
     adam = []
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     for n in procs:
-        pt = cpu_adam_concurrent(n, adam_params or (100_000 if toy else 50_000_000), threads, allow_build)
+        # each process with the threads advisor's launch line gives a rank (or ``threads``)
+        pt = cpu_adam_concurrent(n, adam_params or (100_000 if toy else 50_000_000), threads or launch_omp_threads(cores, n), allow_build)
         log({"kind": "cpu_adam", **pt.model_dump()})
         adam.append(pt)
     return LinksProbe(gpus=gpus, p2p_matrix=matrix, collectives=points, single_h2d_gbs=single,
@@ -157,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="directory: links.json (LinksProbe) and links.jsonl")
     ap.add_argument("--toy", action="store_true", help="CPU, toy sizes (tests)")
     ap.add_argument("--procs", default="1,2", help="CPU Adam process counts, e.g. 1,2,8")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads of each CPU Adam process (torchrun's default: 1)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="OpenMP threads of each CPU Adam process (default: the launch line's, cores / processes; torchrun's: 1)")
     ap.add_argument("--adam-params", type=int, default=None)
     ap.add_argument("--allow-build", action="store_true", help="JIT-build DeepSpeed's CPU Adam if needed (~1 min)")
     args = ap.parse_args(argv)

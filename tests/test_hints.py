@@ -42,3 +42,25 @@ def test_accelerate_config_points_at_the_json(tmp_path):
     assert f"deepspeed_config_file: {tmp_path / 'ds.json'}" in text and "num_processes: 8" in text
     assert "zero3_init_flag: true" in text
     assert "zero3_init_flag: false" in hints.accelerate_config(_case(zero_stage=2), 8, "ds.json")
+
+
+def test_the_model_steps_cpu_adam_on_the_threads_the_launch_line_sets():
+    """What the launch line exports is what the prediction assumes: the node's cores over its ranks, or the
+    case's own ``omp_threads`` (a torchrun job's 1), in the line and in the CPU Adam time alike."""
+    from advisor.predictor import calibration_for
+    from knowledge.catalog import resolve_model
+    from models.setup import derive
+    from models.step_time import omp_threads
+    from models.training import predict_training
+
+    platform = resolve_platform("a800x8")
+    arch = resolve_model("llama2-7b")
+    case = TrainCase(id="x", hardware="a800x8", model="llama2-7b", task="pretrain", zero_stage=2, offload="optimizer")
+    exported = int(hints.launch_env(case, platform, 8)["OMP_NUM_THREADS"])
+    assert exported == omp_threads(derive(case, arch, platform)) == platform.host.cpu_cores // 8
+    one = case.model_copy(update={"omp_threads": 1})
+    assert hints.launch_env(one, platform, 8)["OMP_NUM_THREADS"] == "1"
+    cal = calibration_for(platform)
+    shared = predict_training(case, arch, platform, cal).breakdown.offload_s
+    single = predict_training(one, arch, platform, cal).breakdown.offload_s
+    assert shared < single  # six threads a rank step the optimizer faster than one

@@ -1,0 +1,101 @@
+"""How a node's ranks contend for its host, measured: what ``models.step_time``'s CPU Adam and offload copies assume.
+
+- DeepSpeed CPU Adam run by P processes at once with T OpenMP threads each, T in {1 (torchrun's
+  OMP_NUM_THREADS=1), cores / P (``deepspeed --bind_cores_to_rank``), every core (the DeepSpeed launcher's
+  default: it leaves OMP_NUM_THREADS unset, so each rank's OpenMP takes the whole host)};
+- the threads a fresh process gets with OMP_NUM_THREADS unset (what the launcher's ranks get);
+- host<->device copies of one GPU from pinned and from pageable memory (DeepSpeed's offload buffers are
+  pageable unless ``pin_memory`` is set).
+
+``python -m probes.host_contention --out DIR [--procs 1,2,4,8] [--params N] [--toy]`` appends one JSON line per
+measurement to DIR/host_contention.jsonl. ``--toy`` runs at toy size on the CPU (tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from probes.links import cpu_adam_concurrent
+
+
+def default_threads() -> int:
+    """torch's intra-op threads in a fresh process without OMP_NUM_THREADS (a DeepSpeed-launched rank)."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def thread_counts(cores: int, procs: int) -> list[int]:
+    """1, the cores shared out, and every core (each once)."""
+    return sorted({1, max(1, cores // procs), cores})
+
+
+def copy_rates_gbs(n_bytes: int, toy: bool = False, repeats: int = 5) -> dict[str, float]:
+    """One GPU's H2D and D2H from pinned and from pageable host memory, GB/s."""
+    import torch
+
+    cuda = torch.cuda.is_available() and not toy
+    dev = "cuda:0" if cuda else "cpu"
+    n = n_bytes // 4
+    buf = torch.empty(n, device=dev)
+    out: dict[str, float] = {}
+    for pinned in (True, False):
+        host = torch.empty(n, pin_memory=pinned and cuda).normal_()
+        for h2d in (True, False):
+            def once() -> None:
+                if h2d:
+                    buf.copy_(host, non_blocking=pinned)
+                else:
+                    host.copy_(buf, non_blocking=pinned)
+            for _ in range(2):
+                once()
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(repeats):
+                once()
+            if cuda:
+                torch.cuda.synchronize()
+            out[f"{'pinned' if pinned else 'pageable'}_{'h2d' if h2d else 'd2h'}_gbs"] = n_bytes * repeats / (time.perf_counter() - t0) / 1e9
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m probes.host_contention", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--procs", default="1,2,4,8")
+    ap.add_argument("--params", type=int, default=100_000_000, help="parameters each CPU Adam process steps")
+    ap.add_argument("--copy-bytes", type=int, default=2**30)
+    ap.add_argument("--toy", action="store_true")
+    ap.add_argument("--allow-build", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def log(rec: dict) -> None:
+        with (out / "host_contention.jsonl").open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(json.dumps(rec), flush=True)
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    log({"kind": "host", "cores": cores, "default_threads": default_threads()})
+    log({"kind": "copies", "bytes": args.copy_bytes if not args.toy else 2**16,
+         **copy_rates_gbs(args.copy_bytes if not args.toy else 2**16, toy=args.toy)})
+    params = 100_000 if args.toy else args.params
+    for p in (int(x) for x in args.procs.split(",")):
+        for t in thread_counts(cores, p):
+            t0 = time.perf_counter()
+            pt = cpu_adam_concurrent(p, params, t, args.allow_build)
+            log({"kind": "cpu_adam", **pt.model_dump(), "cores": cores, "wall_s": round(time.perf_counter() - t0, 1)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
