@@ -120,8 +120,11 @@ def run_one(case: dict[str, Any], out_file: Path, log_file: Path, timeout: float
     tmp_log = log_file.with_suffix(".current")
     with open(tmp_log, "w") as logf:
         # start_new_session: the case and its torchrun workers form one group we can kill on a timeout
+        env = child_env()
+        if case.get("omp_threads"):  # the threads the case's ranks run with (torch and DeepSpeed's CPU Adam read it)
+            env["OMP_NUM_THREADS"] = str(case["omp_threads"])
         proc = subprocess.Popen(case_command(case, out_file, args), stdout=logf, stderr=subprocess.STDOUT,
-                                cwd=REPO, env=child_env(), start_new_session=True)
+                                cwd=REPO, env=env, start_new_session=True)
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -900,7 +900,24 @@ def _new_arch_4(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """ZeRO-Offload on one GPU with its CPU Adam on 1, 2, 4 and every core (OMP_NUM_THREADS, the case's
+    ``omp_threads``): a step the host's optimizer dominates, to check the threads' term of the CPU Adam model in a
+    real DeepSpeed step (the catalog's Llama-3.2-3B, and Qwen3-4B from its own code)."""
+    ds = {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    out = []
+    for t in (1, 2, 4, 16):
+        out.append(_case(hw, f"{prefix}-l3b-z2off-mb2-t{t}", "llama3.2-3b", "pretrain", gpus=1, zero_stage=2,
+                         offload="optimizer", micro_batch_size=2, omp_threads=t, **ds))
+    for t in (1, 4, 16):
+        out.append(c(f"q4-z3off-mb2-t{t}", "q4", "pretrain", zero_stage=3, offload="optimizer+params",
+                     micro_batch_size=2, omp_threads=t, **ds))
+    return out
+
+
 GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
+                         "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
                          "h200-new-arch-3": lambda: _new_arch_3("h200x1", "h200c"),
                          "h200-new-arch-2": lambda: _new_arch_2("h200x1", "h200b"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
