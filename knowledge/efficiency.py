@@ -76,7 +76,7 @@ class Efficiencies(BaseModel):
     optimizer_eff: float = _p(0.5, "prior: fused Adam streams its states at ~50% of HBM bandwidth", 0.01, 1)
     # CPU Adam on T threads: 1 / (1 / (T x per-thread rate) + 1 / memory-bound rate): linear in threads
     # until the host's memory bandwidth caps it (16 B read + 16 B written per parameter).
-    cpu_adam_thread_gparams_s: float = _p(0.35, "prior: DeepSpeed CPU Adam AVX-512 on one thread; own 2xH200 rows under torchrun (1 thread per rank): 0.36 Gparam/s", 1e-3, 10)
+    cpu_adam_thread_gparams_s: float = _p(0.85, "measured: DeepSpeed CPU Adam on one thread, 0.924 Gparam/s on the one-H200 host (100M parameters, 2026-11-26, knowledge/measurements/own/logs/h200x1-host-contention-2026-11-26.jsonl) and 0.775 on the 2xH200 host (50M, 2026-11-23, h200x2-links-2026-11-23.jsonl): their mean; not fitted (a shared rate fitted through the study's slow offload rows came out at 0.29 and put one-H200 ZeRO-Offload on 1-4 threads 36-53% too slow, grid h200-omp-threads), each server's factor carries its own host", 1e-3, 10)
     cpu_adam_bandwidth_gparams_s: float = _p(10.0, "prior: ~320 GB/s of host DRAM / 32 B per parameter; probes: 4.4 Gparam/s on 16 threads, 5.6 on 32", 0.1, 100)
     offload_step_overhead: float = _p(1.5, "prior: DeepSpeed's offloaded step beyond the Adam kernel (grad norm, fp32<->16-bit copies, sub-group loop)", 1, 20)
     zero3_offload_opt_overhead: float = _p(2.0, "prior: ZeRO-3 with the optimizer offloaded but parameters on the GPU copies each updated sub-group back synchronously", 1, 20)
@@ -122,7 +122,7 @@ class Efficiencies(BaseModel):
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
 FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor",
-    "deepspeed_dispatch_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_thread_gparams_s", "cpu_adam_bandwidth_gparams_s",
+    "deepspeed_dispatch_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",

@@ -40,6 +40,8 @@ class StepTime:
     overhead: float  # CPU-bound time not hidden by GPU work, plus per-step bookkeeping
     forward_cpu_exposed: float = 0.0  # the part of ``overhead`` spent in forward (for the phase fit)
     backward_cpu_exposed: float = 0.0
+    forward_offload: float = 0.0  # the part of ``offload`` inside the forward (ZeRO-3's parameter copies)
+    backward_offload: float = 0.0  # ... inside the backward (gradients to the host, the backward's parameter copies)
 
     @property
     def total(self) -> float:
@@ -48,9 +50,10 @@ class StepTime:
     @property
     def phases(self) -> tuple[float, float, float]:
         """(forward, backward, optimizer) as the measurement harness times them (synchronised phases)."""
-        fwd = self.forward + self.forward_cpu_exposed
+        fwd = self.forward + self.forward_cpu_exposed + self.forward_offload
+        bwd = self.backward + self.backward_cpu_exposed + self.communication + self.backward_offload
         rest = self.overhead - self.forward_cpu_exposed - self.backward_cpu_exposed
-        return fwd, self.backward + self.backward_cpu_exposed + self.communication, self.optimizer + self.offload + rest
+        return fwd, bwd, self.optimizer + self.offload - self.forward_offload - self.backward_offload + rest
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     split = case.engine == "deepspeed" and (s.zero > 0 or case.grad_accum_dtype == "fp32")
     local = s.trainable / (s.shard_ranks if split else 1)
     opt_bytes = {0: 36.0, 1: 30.0, 2: 30.0, 3: 30.0}[s.zero] if case.engine == "deepspeed" else 28.0
-    optimizer, offload = 0.0, 0.0
+    optimizer, offload, fwd_offload, bwd_offload = 0.0, 0.0, 0.0, 0.0
     # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM
     h2d = c.pcie_bps * eff.h2d_eff
     if s.offload_optimizer:
@@ -223,14 +226,20 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
             cpu *= eff.zero3_offload_opt_overhead
         # gradients stream to the host during backward (half hidden behind it), updated 16-bit weights return
         # (per micro-batch gradient copies under accumulation made the study's held-out error worse: not taken)
+        # (DeepSpeed copies each reduced bucket to the host partition inside the backward: the harness times the
+        # exposed part there, 0.42 s of a Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads, grid h200-omp-threads)
         grads_d2h = local * 4.0 / h2d
-        offload = cpu + grads_d2h * (1 - eff.grad_overlap) + local * half / h2d
+        bwd_offload = grads_d2h * (1 - eff.grad_overlap)
+        offload = cpu + bwd_offload + local * half / h2d
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)
     if s.offload_params:
         # ZeRO-3 parameter offload: every fetch (forward, backward) first copies the rank's 16-bit partition
         # from pinned host memory, then all-gathers it (``zero_communication``)
-        offload += accum * ZERO3_GATHER_PASSES * all_16bit / n / h2d
+        fetch = accum * all_16bit / n / h2d
+        fwd_offload = fetch
+        bwd_offload += (ZERO3_GATHER_PASSES - 1) * fetch
+        offload += ZERO3_GATHER_PASSES * fetch
 
     # DeepSpeed's bf16 / ZeRO-1/2 optimizer step leaves the GPU idle for a time that grows with the trainable
     # parameters of the rank (gradient norm, copies between the 16-bit and fp32 partitions) and with its trainable
@@ -249,6 +258,8 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         overhead=accum * (fwd_exposed + bwd_exposed) + eff.step_overhead_s + ds_step,
         forward_cpu_exposed=accum * fwd_exposed,
         backward_cpu_exposed=accum * bwd_exposed,
+        forward_offload=fwd_offload,
+        backward_offload=bwd_offload,
     )
 
 

@@ -916,7 +916,23 @@ def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
     return out
 
 
+def _offload_families(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """ZeRO-Offload of families outside the catalog, on the threads the launch line gives CPU Adam (one rank: every
+    core): the traced step with the host's optimizer and copies, held out (traced rows stay out of the fit)."""
+    ds = {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("g3mm-full-z2off-mb2", "g3mm", "pretrain", zero_stage=2, offload="optimizer", micro_batch_size=2, **ds),
+        c("lfm2-full-z3off-mb4", "lfm2", "pretrain", zero_stage=3, offload="optimizer+params", micro_batch_size=4, **ds),
+        c("helium-full-z2off-rc-mb8", "helium", "pretrain", zero_stage=2, offload="optimizer", micro_batch_size=8,
+          recompute=True, **ds),
+        c("q2-full-z3off-mb4", "q2", "pretrain", zero_stage=3, offload="optimizer+params", micro_batch_size=4, **ds),
+        c("gmoe-full-z2off-mb4", "gmoe", "pretrain", zero_stage=2, offload="optimizer", micro_batch_size=4, **ds),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
+                         "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
                          "h200-new-arch-3": lambda: _new_arch_3("h200x1", "h200c"),
