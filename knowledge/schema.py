@@ -344,7 +344,8 @@ class TrainPrediction(BaseModel):
     host_mem_gib: float | None = None  # peak host RAM of the node, all ranks together
     capacity_gib: float | None = None  # device memory of one GPU
     why_not_fits: str | None = None
-    failure: Literal["device_oom", "host_oom"] | None = None  # when fits is false: which memory runs out
+    # when fits is false: which memory runs out, or "crash": the configuration cannot run this model at all
+    failure: Literal["device_oom", "host_oom", "crash"] | None = None
     # probability of running out of GPU memory or host RAM, from the memory model's held-out error in its regime;
     # fits is true only when it is at most 0.05 (models.oom)
     p_oom: float | None = None

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from knowledge.schema import Projection, Strict
 
-TRACE_SCHEMA = 9  # 9: dropout as CUDA fuses it (one kernel, a 1-byte mask); 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 10  # 10: the parameters the code reads outside their modules' forward (ZeRO-3 leaves them partitioned); 9: dropout as CUDA fuses it (one kernel, a 1-byte mask); 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -138,6 +138,9 @@ class ArchTrace(Strict):
     peak_extra_bytes: Poly  # peak of activations + temporaries above ``saved_bytes`` (loss backward, a layer's backward)
     params: ParamTrace
     attention_used: Literal["sdpa", "eager"] = "sdpa"  # what the model ran: a family without SDPA runs eager
+    # parameters the model's code reads outside the forward of every module holding them (layer numbers as N): ZeRO-3
+    # gathers a parameter only inside such a forward, so under it the step reads an empty shard and crashes
+    params_outside_module: dict[str, int] = {}  # name -> elements
     versions: dict[str, str] = {}
     seconds: float = Field(default=0.0, ge=0)
 

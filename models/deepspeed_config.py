@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from knowledge.schema import GPUSpec, TrainCase
-from models.memory import ALLGATHER_BUCKET, REDUCE_BUCKET, STAGE3_MAX_LIVE, STAGE3_PREFETCH
+from models.memory import ALLGATHER_BUCKET, REDUCE_BUCKET, STAGE3_MAX_LIVE, STAGE3_PERSISTENCE_THRESHOLD, STAGE3_PREFETCH
 
 
 ADAM_BETAS = (0.9, 0.95)
@@ -46,7 +46,7 @@ def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]
         zero.update(
             overlap_comm=True, contiguous_gradients=True, reduce_bucket_size=REDUCE_BUCKET,
             stage3_prefetch_bucket_size=STAGE3_PREFETCH, stage3_max_live_parameters=STAGE3_MAX_LIVE,
-            stage3_max_reuse_distance=STAGE3_MAX_LIVE, stage3_param_persistence_threshold=10 * 4096,
+            stage3_max_reuse_distance=STAGE3_MAX_LIVE, stage3_param_persistence_threshold=STAGE3_PERSISTENCE_THRESHOLD,
             stage3_gather_16bit_weights_on_model_save=True,
         )
     # ZeRO++ and MiCS (ZeRO-3 across nodes): DeepSpeed's own keys, written only when on

@@ -20,6 +20,8 @@ REDUCE_BUCKET = 200_000_000
 ALLGATHER_BUCKET = 200_000_000
 STAGE3_MAX_LIVE = 300_000_000
 STAGE3_PREFETCH = 50_000_000
+# parameters smaller than this stay whole on every rank under ZeRO-3 (the config we write; DeepSpeed's default is 1e5)
+STAGE3_PERSISTENCE_THRESHOLD = 10 * 4096
 SUB_GROUP = 1_000_000_000  # DeepSpeed's ZeRO-3 sub_group_size default: its optimizer works group by group
 # Host RAM. Measured on the lent H100 (1 rank) and 2xH200 (2 ranks) hosts as the rise of MemTotal -
 # MemAvailable over a run (knowledge/measurements/own/*-2026-11-23.jsonl, host_peak_gib): a training

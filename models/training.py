@@ -8,7 +8,7 @@ from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase,
 from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
-from models.memory import TrainMemory, training_memory, usable_gib
+from models.memory import STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, training_memory, usable_gib
 from models.oom import P_OOM_FITS, device_rel_error, p_exceeds, p_oom
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
@@ -16,6 +16,11 @@ from models.step_time import StepTime, model_flops_per_step, tokens_per_step, tr
 
 def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str | None, str | None, float]:
     """(fits, why not, failure kind, p_oom): fits only when P(OOM) <= 5% (models.oom)."""
+    outside = zero3_unfetched(s)
+    if outside:
+        return False, (f"ZeRO-3 would crash: the model's code reads {outside} outside the forward of the module holding "
+                       "it, where DeepSpeed has not gathered it (mark that module a ZeRO-3 leaf with "
+                       "deepspeed.utils.set_z3_leaf_modules, or use ZeRO-2)"), "crash", 1.0
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
     host_gib = mem.host / GiB
@@ -33,6 +38,18 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
         used = peak / cap if failure == "device_oom" else host_gib / cal.host_ram_gib
         return False, f"too close to the limit: {used:.0%} of usable {where}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p
     return True, None, None, p
+
+
+def zero3_unfetched(s: TrainSetup) -> str | None:
+    """A parameter DeepSpeed's ZeRO-3 would leave partitioned where the model reads it, or None. ZeRO-3 gathers a
+    module's own parameters when that module's forward starts (not its children's: DeepSpeed's fetch_sub_module recurses
+    only into leaf modules), so code that reads a child's weight from the parent (the gated delta-net layers of Qwen3.5's
+    torch path read ``self.conv1d.weight``) gets an empty shard, unless the parameter is small enough to stay whole. The
+    trace records such reads."""
+    if s.case.engine != "deepspeed" or s.zero != 3 or s.trace is None:
+        return None
+    # a parameter under the persistence threshold stays whole on every rank: Qwen3.5's 32,768-element conv1d weights do
+    return next((n for n, k in s.trace.params_outside_module.items() if k >= STAGE3_PERSISTENCE_THRESHOLD), None)
 
 
 def round_up(x: float, digits: int = 1) -> str:

@@ -110,6 +110,12 @@ class _Counter:
         self.kernels = {"fwd": 0.0, "bwd": 0.0}
         self.adapter_kernels = 0.0
         self.in_adapter = 0  # > 0 while a LoRA module's forward runs
+        # ZeRO-3 gathers a parameter only while a module that holds it directly runs its forward: parameters the code
+        # reads outside every such forward (LFM2's short convolution reads its Conv1d's weight from the block) stay
+        # partitioned there, and the step crashes (measured: LFM2 under ZeRO-3, IndexError on the empty shard)
+        self.owners: dict[int, tuple[frozenset[int], tuple[str, int]]] = {}  # storage -> (its modules, (name, elements))
+        self.running: dict[int, int] = defaultdict(int)  # module id -> forwards in progress
+        self.outside: set[tuple[str, int]] = set()
         self.live = 0.0
         self.peak = 0.0
         self._refs: dict[int, Any] = {}
@@ -130,6 +136,15 @@ class _Counter:
             self._refs.pop(key, None)
 
         self._refs[key] = weakref.ref(st, freed)
+
+    def note_outside(self, args: tuple) -> None:
+        """Remember the parameters among ``args`` that no running module holds."""
+        for a in args:
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if hasattr(t, "untyped_storage"):
+                    hit = self.owners.get(t.untyped_storage()._cdata)
+                    if hit and not any(self.running[m] for m in hit[0]):
+                        self.outside.add(hit[1])
 
     def gemm(self, name: str, args: tuple) -> None:
         tensors = [a for a in args if hasattr(a, "shape")]
@@ -203,6 +218,8 @@ def _mode(c: _Counter) -> Any:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             name = func.overloadpacket.__name__
+            if c.phase == "fwd" and c.owners:
+                c.note_outside(args)
             out = _fp32_grouped_mm(func, args, kwargs, c) if name == "_grouped_mm" else func(*args, **kwargs)
             if func.is_view or name in NO_KERNEL or func.namespace != "aten":
                 return out
@@ -454,6 +471,20 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     def shift(d: int) -> Any:
         return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
 
+    holders: dict[int, set[int]] = defaultdict(set)
+    for mod in model.modules():
+        for p in mod.parameters(recurse=False):
+            holders[p.untyped_storage()._cdata].add(id(mod))
+
+        def enter(m: Any, *_: Any) -> None:
+            c.running[id(m)] += 1
+
+        def leave(m: Any, *_: Any) -> None:
+            c.running[id(m)] -= 1
+
+        hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
+    names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
+    c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}
     for mod in model.modules():  # kernels of PEFT's LoRA wrappers beyond their base layer's, told apart
         base = getattr(mod, "base_layer", None)
         if base is not None and hasattr(mod, "lora_A"):
@@ -473,7 +504,7 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
             del loss
     for h in hooks:
         h.remove()
-    return {"c": c, "saved": saved, "peak": c.peak}
+    return {"c": c, "saved": saved, "peak": c.peak, "outside": c.outside}
 
 
 def _poly(values: list[float], lengths: tuple[int, ...] = SEQS) -> Poly:
@@ -644,10 +675,16 @@ def trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         fake_log.removeFilter(quiet)
 
 
+def _layer_name(name: str) -> str:
+    """A parameter's name with its layer numbers as N (``model.layers.N.conv.conv.weight``): one name per kind."""
+    return re.sub(r"\.\d+(?=\.)", ".N", name)
+
+
 def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: list[int] | None = None
-         ) -> tuple[dict[str, Any], dict[str, float], str]:
+         ) -> tuple[dict[str, Any], dict[str, float], str, set[tuple[str, int]]]:
     """One cut of ``n`` layers (the model's layers ``layer_index`` when given, else its first) traced at the variant's
-    three lengths: its polynomials, its parameters, and the attention it ran."""
+    three lengths: its polynomials, its parameters, the attention it ran, and the parameters it read outside the
+    forward of every module that holds them."""
     model, fake = _build(config, n, variant, layer_index)
     used = model.config._attn_implementation
     try:
@@ -657,7 +694,7 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
     except Exception as e:  # the model's code did something fake tensors cannot follow
         raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
                            f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
-    return _part(runs, seqs(variant)), _params(model), used
+    return _part(runs, seqs(variant)), _params(model), used, set().union(*(r["outside"] for r in runs))
 
 
 def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | None:
@@ -688,15 +725,17 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     layers, base, p = layer_plan(config)
     typed = layer_kinds(config)
     if typed is None:  # a one-period and a two-period cut: the layer is their difference over the period
-        (a, pa, used), (b, pb, _) = (_cut(config, n, variant) for n in (base, base + p))
+        (a, pa, used, outside), (b, pb, _, more_outside) = (_cut(config, n, variant) for n in (base, base + p))
+        outside |= more_outside
         layer, rest = _layer_part(a, b, p), _whole_part(a)
         per_layer = {k: (pb[k] - pa[k]) / p for k in pa}
         cuts, base_params = (a, b), pa
     else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
         kinds, share = typed
-        a, pa, used = _cut(config, len(kinds), variant, kinds)
+        a, pa, used, outside = _cut(config, len(kinds), variant, kinds)
         # one more layer of kind k, first: Gemma-4's config makes a model's last layer a full-attention one
         more = [_cut(config, len(kinds) + 1, variant, [k] + kinds) for k in kinds]
+        outside = outside.union(*(m[3] for m in more))
         avg = _lincomb([(share[k], m[0]) for k, m in zip(kinds, more)] + [(-1.0, a)])  # the model's average layer
         layer = _layer_part(_lincomb([(0.0, a)]), avg, 1)
         # the base cut's own layers replaced by average ones: rest + (layers - base) x layer is then the whole model
@@ -716,6 +755,7 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,
         rest_layers=base, layer=layer, rest=rest, peak_extra_bytes=peak,
         attention_used="eager" if used == "eager" else "sdpa",
+        params_outside_module=dict(sorted({_layer_name(n): k for n, k in outside}.items())[:8]),
         params=ParamTrace(total=whole("total"), embedding=int(pa["embedding"]), lm_head=int(pa["lm_head"]),
                           quantizable=whole("quantizable"), largest=int(pa["largest"]),
                           trainable=whole("trainable"), adapter=whole("adapter"),

@@ -413,3 +413,33 @@ def test_dropout_is_one_fused_kernel_with_a_byte_mask() -> None:
     plain, dropped = trace_model(opt, v), trace_model({**opt, "dropout": 0.1}, v)
     assert dropped.layer.kernels_fwd - plain.layer.kernels_fwd == 2
     assert dropped.layer.saved_bytes.per_token - plain.layer.saved_bytes.per_token == pytest.approx(2 * 64)
+
+
+def test_parameters_read_outside_their_module_are_recorded_and_zero3_refuses_the_large_ones() -> None:
+    """ZeRO-3 gathers a module's own parameters when its forward starts: Qwen3.5's gated delta-net reads its Conv1d's
+    weight from the layer, which the trace records (32,768 elements: under the persistence threshold of the config we
+    write, so it stays whole and ZeRO-3 runs); a large parameter read that way makes ZeRO-3 a crash, not a fit."""
+    import json
+    from pathlib import Path
+
+    from advisor.cases import parse_case
+    from advisor.predictor import calibration_for
+    from knowledge.catalog import resolve_model, resolve_platform
+    from models.memory import STAGE3_PERSISTENCE_THRESHOLD
+    from models.training import predict_training
+
+    plain = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    assert plain.params_outside_module == {}
+    path = Path(__file__).parents[1] / "knowledge/data/configs/qwen3.5-text.json"
+    q35 = trace_model(json.loads(path.read_text()), TraceVariant(trains="all"))
+    assert q35.params_outside_module == {"model.layers.N.linear_attn.conv1d.weight": 8192 * 4}
+    assert 8192 * 4 < STAGE3_PERSISTENCE_THRESHOLD
+    platform, arch = resolve_platform("h200x2"), resolve_model(str(path))
+    cal = calibration_for(platform)
+    big = q35.model_copy(update={"params_outside_module": {"model.layers.N.mixer.conv1d.weight": 10**6}})
+    for zero, trace, fits in ((3, q35, True), (3, big, False), (2, big, True)):
+        case = parse_case({"id": "x", "hardware": "h200x2", "model": str(path), "task": "pretrain", "zero_stage": zero,
+                           "micro_batch_size": 1, "seq_len": 512})
+        p = predict_training(case, arch, platform, cal, trace=trace)
+        assert p.fits == fits, (zero, p.why_not_fits)
+        assert (p.failure == "crash") == (not fits) and (fits or "set_z3_leaf_modules" in p.why_not_fits)
