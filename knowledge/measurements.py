@@ -58,7 +58,7 @@ def flags_to_case(flags: str, task: str) -> dict:
 # rows fit one thread per rank (as under torchrun, or an exported OMP_NUM_THREADS=1): the fitted per-thread CPU Adam
 # factor of the A800 server is then 0.63 of our measured rate; with every core per rank (the DeepSpeed launcher's
 # default) they fall to 0.04-0.13, and each server left out is predicted 2-3x too fast on offload
-# (A800 30% -> 115%, n=21).
+# (A800 30% -> 115%, n=21, measured 2026-11-26 while the per-thread rate was still fitted).
 STUDY_OMP_THREADS = 1
 
 

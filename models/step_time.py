@@ -133,7 +133,7 @@ def effective_threads(threads: int, ranks_on_node: int, cores: int) -> float:
     ranks = max(ranks_on_node, 1)
     if threads * ranks <= cores:
         return float(threads)
-    return max(min(threads, cores / ranks), 1.0) * OVERSUBSCRIBED_OMP_EFF
+    return max(cores / ranks, 1.0) * OVERSUBSCRIBED_OMP_EFF  # here threads > cores / ranks
 
 
 def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_on_node: int = 1) -> float:
@@ -224,10 +224,11 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         cpu = local / rate * eff.offload_step_overhead
         if s.zero == 3 and not s.offload_params:
             cpu *= eff.zero3_offload_opt_overhead
-        # gradients stream to the host during backward (half hidden behind it), updated 16-bit weights return
-        # (per micro-batch gradient copies under accumulation made the study's held-out error worse: not taken)
-        # (DeepSpeed copies each reduced bucket to the host partition inside the backward: the harness times the
-        # exposed part there, 0.42 s of a Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads, grid h200-omp-threads)
+        # gradients stream to the host inside the backward (DeepSpeed copies each reduced bucket to the host
+        # partition), partly hidden behind it (grad_overlap): the harness times the exposed part there, 0.42 s of a
+        # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads); the updated 16-bit weights
+        # return in the step (per micro-batch gradient copies under accumulation made the study's held-out error
+        # worse: not taken)
         grads_d2h = local * 4.0 / h2d
         bwd_offload = grads_d2h * (1 - eff.grad_overlap)
         offload = cpu + bwd_offload + local * half / h2d

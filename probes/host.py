@@ -60,6 +60,14 @@ class HostFacts:
     usable_ram_gib: float  # what a job may fill before the kernel or the cgroup kills it
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity; the machine's count where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def host_facts() -> HostFacts:
     info = _meminfo()
     total = info.get("MemTotal", 0) / GiB
@@ -69,11 +77,7 @@ def host_facts() -> HostFacts:
     # a cgroup limit is the real ceiling even where MemTotal grows on demand (a balloon VM); without
     # one, MemTotal now is all the machine will admit to (a lower bound on such a VM: said in the profile)
     usable = min(limit_gib, total) if limit_gib and total >= limit_gib else (limit_gib or total)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return HostFacts(cores, round(total, 2), round(avail, 2), round(limit_gib, 2) if limit_gib else None, round(usable, 2))
+    return HostFacts(usable_cores(), round(total, 2), round(avail, 2), round(limit_gib, 2) if limit_gib else None, round(usable, 2))
 
 
 def used_bytes() -> int:

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from probes.host import usable_cores
 from probes.links import cpu_adam_concurrent
 
 
@@ -84,10 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             f.write(json.dumps(rec) + "\n")
         print(json.dumps(rec), flush=True)
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     log({"kind": "host", "cores": cores, "default_threads": default_threads()})
-    log({"kind": "copies", "bytes": args.copy_bytes if not args.toy else 2**16,
-         **copy_rates_gbs(args.copy_bytes if not args.toy else 2**16, toy=args.toy)})
+    copy_bytes = 2**16 if args.toy else args.copy_bytes
+    log({"kind": "copies", "bytes": copy_bytes, **copy_rates_gbs(copy_bytes, toy=args.toy)})
     params = 100_000 if args.toy else args.params
     for p in (int(x) for x in args.procs.split(",")):
         for t in thread_counts(cores, p):

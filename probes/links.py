@@ -26,6 +26,7 @@ from pathlib import Path
 
 from knowledge.schema import CpuAdamPoint, LinkCollectivePoint, LinksProbe
 from models.step_time import launch_omp_threads
+from probes.host import usable_cores
 
 LINK_SIZES: tuple[int, ...] = (2**20, 2**23, 2**26, 2**28)  # 1 MiB .. 256 MiB
 TOY_SIZES: tuple[int, ...] = (2**12, 2**16)
@@ -145,7 +146,7 @@ def measure_links(toy: bool = False, procs: tuple[int, ...] = (1, 2), adam_param
     single, h2d, d2h = concurrent_copies(copy_bytes or (2**16 if toy else 2**28), toy=gpus == 0)
     log({"kind": "copies", "single_h2d_gbs": single, "concurrent_h2d_gbs": h2d, "concurrent_d2h_gbs": d2h, "gpus": max(gpus, 2)})
     adam = []
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores()
     for n in procs:
         # each process with the threads advisor's launch line gives a rank (or ``threads``)
         pt = cpu_adam_concurrent(n, adam_params or (100_000 if toy else 50_000_000), threads or launch_omp_threads(cores, n), allow_build)

@@ -471,17 +471,16 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     def shift(d: int) -> Any:
         return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
 
+    def enter(m: Any, *_: Any) -> None:
+        c.running[id(m)] += 1
+
+    def leave(m: Any, *_: Any) -> None:
+        c.running[id(m)] -= 1
+
     holders: dict[int, set[int]] = defaultdict(set)
     for mod in model.modules():
         for p in mod.parameters(recurse=False):
             holders[p.untyped_storage()._cdata].add(id(mod))
-
-        def enter(m: Any, *_: Any) -> None:
-            c.running[id(m)] += 1
-
-        def leave(m: Any, *_: Any) -> None:
-            c.running[id(m)] -= 1
-
         hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
     names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
     c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}
