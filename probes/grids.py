@@ -292,6 +292,13 @@ FAMILIES = {
     "coh2": CONFIGS + "cohere2.json",
     "opt": CONFIGS + "opt-1.3b.json",  # LayerDrop's host-side draw, traced since the second grid
     "oss": CONFIGS + "gpt-oss-20b.json",  # attention sinks, biased routed experts, alternating 128-token windows
+    # 2026-11-27: the shapes issue 21 names, never run on two GPUs: a 14B with q/k norms (Qwen3-14B), a 131k vocabulary
+    # with heads narrower than hidden / heads (Mistral-Nemo-12B), fused projections with GQA and a tied 200k vocabulary
+    # (Phi-4-mini), a small tied-embedding model (SmolLM2-1.7B)
+    "q14": CONFIGS + "qwen3-14b.json",
+    "nemo12": CONFIGS + "mistral-nemo-12b.json",
+    "phi4": CONFIGS + "phi-4-mini.json",
+    "smol2": CONFIGS + "smollm2-1.7b.json",
 }
 
 
@@ -931,7 +938,54 @@ def _offload_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
+def _two_gpu_new(half: str) -> list[dict[str, Any]]:
+    """Two GPUs, families never run on two (issue 21's shapes): DeepSpeed ZeRO-0/1/2/3 and PyTorch DDP, LoRA, QLoRA and
+    full, recomputation, one ZeRO-Offload, 1k-8k. Two halves, ``a`` (12-14B) and ``b`` (1.7-4B), so a four-GPU machine
+    runs them side by side on GPUs 0-1 and 2-3; predictions stored before they run. ``omp_threads`` is the two-H200
+    host's launch line (32 cores / 2 ranks), whatever host runs it."""
+    ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 170}
+    m = FAMILIES
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case("h200x2", f"h200x2n-{cid}", m[model], task, gpus=2, **{**slow, **kw})
+
+    if half == "a":
+        return [
+            c("nemo12-lora-z2-mb4-s2048", "nemo12", "finetune", method="lora", **ds, zero_stage=2, micro_batch_size=4),
+            c("q14-lora-z0-mb2-s4096", "q14", "finetune", method="lora", **ds, zero_stage=0, micro_batch_size=2,
+              seq_len=4096),
+            c("nemo12-full-z3-rc-mb2-s4096", "nemo12", "pretrain", **ds, zero_stage=3, recompute=True,
+              micro_batch_size=2, seq_len=4096),
+            c("phim-full-z3-rc-mb2-s2048", "phim", "pretrain", **ds, zero_stage=3, recompute=True, micro_batch_size=2),
+            c("q14-qlora-pt-mb4-s2048", "q14", "finetune", method="qlora", **pt, micro_batch_size=4),
+            c("nemo12-lora-z3-mb2-s4096", "nemo12", "finetune", method="lora", **ds, zero_stage=3, micro_batch_size=2,
+              seq_len=4096),
+            c("q14-lora-pt-rc-mb8-s4096", "q14", "finetune", method="lora", **pt, recompute=True, micro_batch_size=8,
+              seq_len=4096),
+            # called "does not fit" at 131.6 of 139.8 GiB (p_oom 24%): the verdict, not a speed
+            c("q14-full-z3-rc-mb2-s4096", "q14", "pretrain", **ds, zero_stage=3, recompute=True, micro_batch_size=2,
+              seq_len=4096),
+        ]
+    return [
+        c("phi4-full-z2-mb2-s4096", "phi4", "pretrain", **ds, zero_stage=2, micro_batch_size=2, seq_len=4096),
+        c("phi4-lora-all-pt-mb8-s2048", "phi4", "finetune", method="lora", **pt, micro_batch_size=8,
+          lora_targets="all-linear"),
+        c("smol2-full-pt-mb8-s2048", "smol2", "pretrain", **pt, micro_batch_size=8),
+        c("smol2-full-z1-mb16-s2048", "smol2", "pretrain", **ds, zero_stage=1, micro_batch_size=16),
+        c("phi4-qlora-z2-mb4-s4096", "phi4", "finetune", method="qlora", **ds, zero_stage=2, micro_batch_size=4,
+          seq_len=4096),
+        c("q2-full-z0-mb8-s2048", "q2", "pretrain", **ds, zero_stage=0, micro_batch_size=8),
+        c("phi4-full-z2off-mb8-s2048", "phi4", "pretrain", **ds, zero_stage=2, offload="optimizer", micro_batch_size=8,
+          omp_threads=16, _timeout_s=240),
+        c("smol2-full-z3-mb8-s1024", "smol2", "pretrain", **ds, zero_stage=3, micro_batch_size=8, seq_len=1024),
+        c("q2-lora-pt-mb1-s8192", "q2", "finetune", method="lora", **pt, micro_batch_size=1, seq_len=8192),
+        c("phi4-full-z2-rc-mb8-s4096", "phi4", "pretrain", **ds, zero_stage=2, recompute=True, micro_batch_size=8,
+          seq_len=4096),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-new-fam-a": lambda: _two_gpu_new("a"), "h200x2-new-fam-b": lambda: _two_gpu_new("b"),
+                         "h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
