@@ -21,4 +21,4 @@ if [ "$n" -ge 4 ]; then
 else
   camp "$A" a $((BUDGET / 2)); camp "$B" b $((BUDGET / 2))
 fi
-tail -12 /tmp/a.log /tmp/b.log
+tail -n 12 /tmp/a.log /tmp/b.log
