@@ -104,12 +104,14 @@ class TraceVariant(Strict):
     bnb_base: bool = False  # frozen projections are bitsandbytes layers: they return their input's dtype (fp32 after
     # a LayerNorm under autocast), where a 16-bit nn.Linear under autocast returns bf16
     min_seq: int = 0  # traced lengths start here: past a sliding window the mask (and the kernel) change
+    zero3: bool = False  # DeepSpeed ZeRO-3 with adapters: every nn.Linear runs DeepSpeed's memory-efficient linear (its
+    # input saved whether its weight trains or not) and PEFT's fp32 adapters stay fp32 (a zero-init model is not cast)
 
     @property
     def key(self) -> str:
         targets = self.lora_targets if isinstance(self.lora_targets, str) else ",".join(sorted(self.lora_targets))
         return (f"{self.trains}|{targets}|r{self.lora_rank}|{self.attention}|rc{int(self.recompute)}"
-                f"|fp32{int(self.fp32_weights)}" + ("|bnb" if self.bnb_base else "") + ("" if self.autocast else "|noamp") + (f"|s>{self.min_seq}" if self.min_seq else ""))
+                f"|fp32{int(self.fp32_weights)}" + ("|bnb" if self.bnb_base else "") + ("" if self.autocast else "|noamp") + (f"|s>{self.min_seq}" if self.min_seq else "") + ("|z3" if self.zero3 else ""))
 
 
 class ParamTrace(Strict):

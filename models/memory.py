@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.units import GiB
+from models.architecture import linears
 from models.setup import QUANT_BYTES, TrainSetup
 
 # DeepSpeed's defaults that the config writer (models.deepspeed_config) sets explicitly, in elements.
@@ -141,7 +142,7 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # or quantized frozen base; autocast caches 16-bit copies of the fp32 weights for the step
         w = t * 4 + frozen
         # a trace under autocast saw those 16-bit copies alive itself (saved for the products' backward)
-        return ModelStates(w, t * half if s.trace is None else 0.0, 0.0, t * 4.0, t * 8.0, 0.0)
+        return ModelStates(w, t * half if s.trace is None else 0.0, ddp_bucket_bytes(s), t * 4.0, t * 8.0, 0.0)
     z = s.zero
     largest = s.params.largest_module * 4  # DeepSpeed's largest_layer_memory
     if z == 0 and s.case.grad_accum_dtype == "fp32":
@@ -177,6 +178,23 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     return ModelStates(w, 0.0, t * half / n, t * half / n, t * 12.0 / n, 0.0, 4.0 * min(t / n, SUB_GROUP))
 
 
+# DistributedDataParallel's reducer copies every gradient into flat buckets of the gradients' dtype that live as long as
+# the model (gradient_as_bucket_view=False, its default), and after the first iteration it rebuilds them in the order
+# the gradients came: PyTorch full training of SmolLM2-1.7B on two GPUs (fp32 gradients, P = 1.71 B) holds 6.4 GiB
+# (4 B/param) more than on one from construction on (probes/anatomy_cases_9.jsonl, after warm-up), and its runs peak
+# another 6.4 GiB higher over the whole run (max_memory_allocated since start: 64.6 / 94.0 GiB at mb 4 / 8, against
+# 58.2 after warm-up at mb 4; grid h200x2-new-fam, 2026-11-27)
+DDP_BUCKET_COPIES = 2
+
+
+def ddp_bucket_bytes(s: TrainSetup) -> float:
+    """DDP's gradient buckets on one rank of a plain PyTorch run over several GPUs (fp32 gradients: full training's fp32
+    weights, PEFT's fp32 adapters); none on one GPU."""
+    if s.case.engine != "pytorch" or s.ranks <= 1:
+        return 0.0
+    return DDP_BUCKET_COPIES * 4.0 * s.trainable
+
+
 def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float:
     """Bytes autograd keeps per token for one decoder layer, without recomputation.
 
@@ -198,6 +216,8 @@ def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float
         total += 2.0 * (2 * hq + 2 * kv) + 4.0 * heads
     total += 2.0 * hq * saves("o_proj")
     total += 2.0 * 3 * i + 2.0 * i * saves("down_proj")
+    if s.zero3_adapters:  # each fp32 adapter keeps its own fp32 copy of its input (q, k and v each cast theirs)
+        total += 4.0 * sum(lin.in_features * lin.experts for lin in linears(a) if lin.name in s.lora_target_names)
     if s.case.engine == "pytorch" and s.case.method == "full":
         # fp32 master weights keep the residual stream in fp32 under autocast: both RMSNorm outputs
         # are fp32 (+2h each) and autocast saves their 16-bit casts for the projections (+2h each)

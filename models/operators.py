@@ -174,8 +174,13 @@ def _llama_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Oper
         if s.is_lora and lin.name in s.lora_target_names:
             lora_bytes = 4.0 * T * (lin.in_features + lin.out_features) * lin.experts
             lora_flops = 2.0 * T * case.lora_rank * (lin.in_features + lin.out_features) * lin.experts
-            ops.append(Operator(f"LoRA {lin.name}", "lora", lora_flops, lora_bytes, lora_bytes / bw,
-                                backward_s=2.0 * lora_bytes / bw))
+            t_lora = lora_bytes / bw
+            if s.zero3_adapters and c.fp32_flops > 0:
+                # fp32 adapters (ZeRO-3 leaves them uncast): the input cast to fp32 (2 B read, 4 B written) and the
+                # products on the CUDA cores, as a trace prices its fp32 products
+                cast = 6.0 * T * lin.in_features * lin.experts
+                t_lora = max(2.0 * lora_bytes / bw, lora_flops / (c.fp32_flops * eff.fp32_gemm_eff)) + cast / bw
+            ops.append(Operator(f"LoRA {lin.name}", "lora", lora_flops, lora_bytes, t_lora, backward_s=2.0 * t_lora))
     hq, kv = a.num_attention_heads * a.head_size, a.num_key_value_heads * a.head_size
     qkvo = 2.0 * T * (2 * hq + 2 * kv)
     att = attention_flops(a, case.micro_batch_size, case.seq_len, causal_skip=case.flash_attention)

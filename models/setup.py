@@ -81,14 +81,22 @@ class TrainSetup:
             return sum(g.calls for g in self.trace.layer.gemms if g.adapter and g.phase == "fwd") / 2
         return float(len(self.lora_target_names))
 
+    @property
+    def zero3_adapters(self) -> bool:
+        """LoRA under DeepSpeed's ZeRO-3, as DeepSpeed 0.19.8 runs it: ``torch.nn.functional.linear`` is its
+        memory-efficient linear (every projection keeps its input, frozen or not) and PEFT's adapters stay fp32 (a model
+        built under ``zero.Init`` is not cast), each casting its input to fp32. ``probes.trace`` runs the same."""
+        return self.zero == 3 and self.case.method == "lora"
+
     def linear_saves_input(self, name: str) -> bool:
-        """Does autograd keep this projection's input for backward? Only when some weight behind it trains.
+        """Does autograd keep this projection's input for backward? Only when some weight behind it trains, or under
+        ZeRO-3's memory-efficient linear (``zero3_adapters``), which keeps it always.
 
         A frozen base, 16-bit or quantized, needs only its weight for the activation gradient (bitsandbytes'
         4-bit matmul keeps the input only when the weight itself requires grad): measured QLoRA peaks on
         the H100 sit below LoRA's at every shape (7B mb 1 seq 2048: 15.4 vs 24.4 GiB).
         """
-        if self.case.method == "full" and self.case.quantization == "none":
+        if self.case.method == "full" and self.case.quantization == "none" or self.zero3_adapters:
             return True
         if self.is_lora and name in self.lora_target_names:
             return True  # the LoRA A matrix trains on the same input

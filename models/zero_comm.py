@@ -53,6 +53,8 @@ def zero3_hook_passes(recompute: bool) -> int:
 class Comm:
     per_micro_batch_s: float  # in every backward (overlaps it)
     per_step_s: float  # once per optimizer step
+    in_step_s: float = 0.0  # the part of ``per_step_s`` DeepSpeed runs inside its optimizer step (the all-gather of
+    # the updated 16-bit weights), where the backward's reductions end before it
 
 
 def _collective_s(n_bytes: float, ranks: int, c: Ceilings, eff: Efficiencies, calls: float, factor: float) -> float:
@@ -96,10 +98,11 @@ def zero_communication(s: TrainSetup, eff: Efficiencies, c: Ceilings, layer_call
     grad_bytes = s.trainable * half
     all_16bit = (s.trainable + s.frozen_16bit) * half
     per_mb, per_step = 0.0, 0.0
+    in_step = 0.0
     if case.engine == "pytorch" or s.zero == 0:
         per_step = coll(ALL_REDUCE, grad_bytes, 1 + grad_bytes / 1e9)
         if case.engine == "deepspeed":  # BF16_Optimizer gathers the updated 16-bit weights
-            per_step += coll(ALL_GATHER, s.trainable * half, 1)
+            in_step = coll(ALL_GATHER, s.trainable * half, 1)
     elif s.zero in (1, 2):
         # ZeRO-2 reduce-scatters in every backward; ZeRO-1 reduces once at the accumulation boundary
         rs = coll(REDUCE_SCATTER, s.trainable * half, 1 + s.trainable / 2e8)
@@ -107,13 +110,13 @@ def zero_communication(s: TrainSetup, eff: Efficiencies, c: Ceilings, layer_call
             per_mb = rs
         else:
             per_step += rs
-        per_step += coll(ALL_GATHER, s.trainable * half, 1 + s.trainable / 2e8)
+        in_step = coll(ALL_GATHER, s.trainable * half, 1 + s.trainable / 2e8)
     elif case.mics_shard_size or case.zero_quantized_weights or case.zero_hpz_partition_size > 1 or case.zero_quantized_gradients:
         return _zero3_variant(s, eff, c, coll, layer_calls)
     else:  # ZeRO-3: gather every weight in forward and again in backward
         per_mb = ZERO3_GATHER_PASSES * coll(ALL_GATHER, all_16bit, layer_calls)
         per_mb += coll(REDUCE_SCATTER, s.trainable * half, 1 + s.trainable / 2e8)
-    return Comm(per_mb, per_step)
+    return Comm(per_mb, per_step + in_step, in_step)
 
 
 def _zero3_variant(s: TrainSetup, eff: Efficiencies, c: Ceilings, coll: Collective, calls: float) -> Comm:

@@ -319,7 +319,7 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: li
         if v.trains == "adapters":
             model = _with_adapters(model, v)
         if not v.autocast and not v.fp32_weights:  # DeepSpeed's bf16: the whole module, PEFT's fp32 adapters included
-            model.to(torch.bfloat16)
+            _to_bf16(model, keep_adapters=v.zero3)
     if v.recompute:
         from probes.hf_model import enable_recompute
 
@@ -337,6 +337,80 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: li
             if isinstance(m, torch.nn.Linear) and in_block(n):
                 m.weight.requires_grad_(False)
     return model, fake
+
+
+def _to_bf16(model: Any, keep_adapters: bool) -> None:
+    """DeepSpeed's bf16 cast of the module (``_cast_module_mixed_precision``). Under ZeRO-3 the base is built under
+    ``zero.Init`` and DeepSpeed casts no parameter of such a model (``is_zero_init_model``): PEFT's adapters, added
+    after it in fp32 (``autocast_adapter_dtype``), stay fp32, and each casts its input to fp32 (DeepSpeed 0.19.8,
+    deepspeed/runtime/engine.py)."""
+    import torch
+
+    if not keep_adapters:
+        model.to(torch.bfloat16)  # buffers too, as every trace of DeepSpeed's bf16 has been made
+        return
+    for name, module in model.named_modules():
+        if ".lora_" in f".{name}":
+            continue
+        for p in module.parameters(recurse=False):
+            p.data = p.data.to(torch.bfloat16)
+        for key, b in module.named_buffers(recurse=False):
+            if b.is_floating_point():
+                setattr(module, key, b.to(torch.bfloat16))
+
+
+class _Zero3Linear:
+    """DeepSpeed's ``LinearFunctionForZeroStage3`` (deepspeed/runtime/zero/linear.py, 0.19.8), which ZeRO-3 puts in
+    place of ``torch.nn.functional.linear`` ("This will persist unless manually reset"): the product as ``matmul`` and
+    the input, weight and bias saved for backward whatever needs a gradient, so a frozen projection keeps its input
+    too (Qwen3-8B LoRA on two GPUs, 2048 tokens: 20.1 GiB saved at the end of forward under ZeRO-3, 12.2 under
+    ZeRO-2; probes/anatomy_cases_10.jsonl). Written here, not imported, so a trace needs no DeepSpeed import."""
+
+    function: Any = None
+
+    @classmethod
+    def apply(cls, input: Any, weight: Any, bias: Any = None) -> Any:  # noqa: A002 - F.linear's own names
+        if cls.function is None:
+            import torch
+
+            class LinearFunctionForZeroStage3(torch.autograd.Function):
+                @staticmethod
+                def forward(input, weight, bias=None):  # noqa: A002
+                    if input.dim() == 2 and bias is not None:
+                        return torch.addmm(bias, input, weight.t())
+                    out = input.matmul(weight.t())
+                    return out + bias if bias is not None else out
+
+                @staticmethod
+                def setup_context(ctx, inputs, output):
+                    input, weight, bias = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None  # noqa: A001
+                    ctx.save_for_backward(input, weight, bias)
+
+                @staticmethod
+                def backward(ctx, grad):
+                    input, weight, bias = ctx.saved_tensors  # noqa: A001
+                    gi = grad.matmul(weight) if ctx.needs_input_grad[0] else None
+                    gw = (grad.reshape(-1, grad.shape[-1]).t().matmul(input.reshape(-1, input.shape[-1]))
+                          if ctx.needs_input_grad[1] else None)
+                    gb = grad.sum(list(range(grad.dim() - 1))) if bias is not None and ctx.needs_input_grad[2] else None
+                    return gi, gw, gb
+
+            cls.function = LinearFunctionForZeroStage3
+        return cls.function.apply(input, weight, bias)
+
+
+@contextlib.contextmanager
+def _zero3_linear(on: bool) -> Iterator[None]:
+    """``torch.nn.functional.linear`` as DeepSpeed's ZeRO-3 leaves it, while ``on``."""
+    import torch
+
+    linear = torch.nn.functional.linear
+    if on:
+        torch.nn.functional.linear = _Zero3Linear.apply
+    try:
+        yield
+    finally:
+        torch.nn.functional.linear = linear
 
 
 def _as_bitsandbytes(model: Any) -> None:
@@ -494,7 +568,7 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.autocast else contextlib.nullcontext()
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
-        with _mode(c), _as_on_a_gpu(), _cuda_autocast_fp32():
+        with _mode(c), _as_on_a_gpu(), _cuda_autocast_fp32(), _zero3_linear(v.zero3):
             with amp:
                 loss = model(input_ids=ids, labels=ids).loss
             saved = c.live
