@@ -121,9 +121,9 @@ def regimes(case: TrainCase, platform: PlatformSpec) -> list[str]:
 
 def traced(arch) -> bool:
     """Is ``arch`` predicted from the trace of its own code (``advisor.traces``) rather than the hand count?"""
-    from advisor.traces import HAND_COUNTED
+    from advisor.traces import hand_counted
 
-    return arch.hf_config is not None and arch.hf_model_type not in HAND_COUNTED
+    return not hand_counted(arch)
 
 
 def _with_omp_threads(m: Measurement) -> dict:

@@ -32,12 +32,12 @@ def serving_layout(arch: ModelArch, cache: dict[str, Any] | None = None, traces:
     latent attention's compressed KV: ``knowledge.catalog.kv_groups``, read through transformers' config class) and,
     given a ``TraceBook``, one layer's projections from its trace (fused QKV, a plain MLP, shared experts, a dense
     first layer: ``ArchTrace.projections``) with its traced parameter count. Once per config when ``cache`` is given;
-    a Llama-family decoder keeps the plain count. Every serving path that sizes or times a model (predict, the serving
+    a hand-counted architecture keeps the plain count. Every serving path that sizes or times a model (predict, the serving
     search's load, the serving fit and its scores) goes through it."""
-    from advisor.traces import HAND_COUNTED
+    from advisor.traces import hand_counted
     from knowledge.catalog import kv_groups
 
-    if arch.hf_config is None or arch.kv_groups is not None or arch.hf_model_type in HAND_COUNTED:
+    if hand_counted(arch) or arch.kv_groups is not None:
         return arch
     cache = {} if cache is None else cache
     key = json.dumps(arch.hf_config, sort_keys=True, default=str)

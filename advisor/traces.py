@@ -22,9 +22,6 @@ from knowledge.schema import ModelArch, TrainCase
 from knowledge.traces import TRACE_SCHEMA, ArchTrace, TraceVariant
 
 BUNDLED_TRACES = BUNDLED / "data" / "traces"
-# Families whose layer the hand count (models.architecture) describes operator for operator: a config.json of one
-# of them predicts exactly as the catalog model does
-HAND_COUNTED = frozenset({"llama", "mistral", "mixtral", "qwen2"})
 WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not a variant)
 LORA_DEFAULT = "_lora_default_targets"  # and for the LoRA targets a case that names none gets (None: the schema's)
 KV_GROUPS = "_kv_groups"  # and for its KV cache's layout (knowledge.catalog.kv_groups; None: every layer, every KV head)
@@ -43,6 +40,14 @@ def sliding_window(config: dict[str, Any]) -> int | None:
     if not isinstance(window, int) or window <= 0:
         return None
     return window if not types or any("sliding" in t for t in config.get("layer_types") or types) else None
+
+
+def hand_counted(arch: ModelArch) -> bool:
+    """Is ``arch`` predicted by the hand count of a Llama decoder (``models.architecture``, fitted on our runs)? The
+    catalog's and inline architectures are; a model given by its own config (a config.json, a hub id) is traced, its
+    family whatever: the hand count misses what a config changes (SmolLM2-1.7B, a Llama config.json, PyTorch full
+    training on two H200s: 15-18% optimistic by hand, 1.5-2.2% traced; tests/benchmarks/new_fam_2gpu.py)."""
+    return arch.hf_config is None
 
 
 def variant_for(case: TrainCase, window: int | None = None) -> TraceVariant:
@@ -126,7 +131,7 @@ class TraceBook:
         """The LoRA targets of a case that names none, where this model lacks the usual q/k/v/o projections (PEFT's
         default for its type, ``probes.trace.default_lora_targets``); None: the schema's default. Kept beside the
         traces, so a cached model needs no import of transformers."""
-        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+        if hand_counted(arch):
             return None
         config, h, files = self._config(arch)
         if h not in self._lora:
@@ -163,17 +168,17 @@ class TraceBook:
         return case if own is None else case.model_copy(update={"lora_targets": own})
 
     def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
-        """The trace of ``arch`` under ``case``; None for a Llama-family decoder (catalog, inline or config.json), whose
-        hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
-        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+        """The trace of ``arch`` under ``case``; None for the catalog's and inline architectures (``hand_counted``),
+        whose hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
+        if hand_counted(arch):
             return None
         config, h, files = self._config(arch)
         return self._traced(arch, config, h, files, variant_for(case, self._window(config, h, files)))
 
     def forward_trace(self, arch: ModelArch) -> ArchTrace | None:
         """The trace serving reads a model's projections from (``ArchTrace.projections``): any variant's forward has
-        them; the full-model bf16 one is bundled for every catalog config. None for a Llama-family decoder."""
-        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+        them; the full-model bf16 one is bundled for every catalog config. None for a hand-counted architecture."""
+        if hand_counted(arch):
             return None
         config, h, files = self._config(arch)
         self._window(config, h, files)
@@ -207,7 +212,7 @@ class TraceBook:
         """Trace at once, one process per core, every variant ``cases`` need that no file holds: a new architecture's
         first search (Gemma-3's 12 variants take 33 s one after another on two cores, 25 s in the pool). A variant that fails here is
         left to ``trace``, which reports it where the case is predicted."""
-        if arch.hf_config is None or arch.hf_model_type in HAND_COUNTED:
+        if hand_counted(arch):
             return
         import os
 

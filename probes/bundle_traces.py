@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from advisor.traces import (BUNDLED_TRACES, HAND_COUNTED, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read,
+from advisor.traces import (BUNDLED_TRACES, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read,
                             sliding_window)
 from knowledge.catalog import kv_groups, models, resolve_model
 from knowledge.paths import BUNDLED, advisor_home
@@ -72,9 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     for h, records in out.items():
         path = BUNDLED_TRACES / f"{h}.json"
         config = configs[h]
-        data = {**records, WINDOW: sliding_window(config), KV_GROUPS: kv_groups(config)}
-        if config.get("model_type") not in HAND_COUNTED:
-            data[LORA_DEFAULT] = default_lora_targets(config, list(USUAL_LORA_TARGETS))
+        data = {**records, WINDOW: sliding_window(config), KV_GROUPS: kv_groups(config),
+                LORA_DEFAULT: default_lora_targets(config, list(USUAL_LORA_TARGETS))}
         atomic_write_json(path, data)
     print(f"{sum(map(len, out.values()))} variants of {len(out)} configs written in {time.perf_counter() - t0:.0f} s")
     return 0
