@@ -1017,7 +1017,34 @@ def _two_gpu_new_2(half: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-new-fam-2a": lambda: _two_gpu_new_2("a"),
+def _two_gpu_new_3(half: str) -> list[dict[str, Any]]:
+    """Two GPUs, after the code learned from ``_two_gpu_new_2`` (ZeRO-3's linear and fp32 adapters, DDP's buckets, a
+    config.json traced whatever its family): other families and shapes of the same regimes, sized for 80 GB cards, so
+    either GPU tests it. Predictions stored before they run."""
+    ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 150}
+    m = FAMILIES
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case("h200x2", f"h200x2n3-{cid}", m[model], task, gpus=2, **{**slow, **kw})
+
+    if half == "a":
+        return [
+            c("q4-lora-z3-mb4-s2048", "q4", "finetune", method="lora", **ds, zero_stage=3, micro_batch_size=4),
+            c("phi4-lora-z3-mb2-s2048", "phi4", "finetune", method="lora", **ds, zero_stage=3, micro_batch_size=2),
+            c("g2-lora-z3-rc-mb4-s4096", "g2", "finetune", method="lora", **ds, zero_stage=3, recompute=True,
+              micro_batch_size=4, seq_len=4096),
+        ]
+    return [
+        c("q2-full-pt-mb2-s2048", "q2", "pretrain", **pt, micro_batch_size=2),
+        c("smol2-lora-pt-mb8-s2048", "smol2", "finetune", method="lora", **pt, micro_batch_size=8),
+        c("nemo12-qlora-pt-mb2-s2048", "nemo12", "finetune", method="qlora", **pt, micro_batch_size=2),
+        c("smol2-full-z2-rc-mb8-s4096", "smol2", "pretrain", **ds, zero_stage=2, recompute=True, micro_batch_size=8,
+          seq_len=4096),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
+                         "h200x2-new-fam-3b": lambda: _two_gpu_new_3("b"), "h200x2-new-fam-2a": lambda: _two_gpu_new_2("a"),
                          "h200x2-new-fam-2b": lambda: _two_gpu_new_2("b"), "h200x2-new-fam-a": lambda: _two_gpu_new("a"), "h200x2-new-fam-b": lambda: _two_gpu_new("b"),
                          "h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
