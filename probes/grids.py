@@ -311,6 +311,15 @@ def _family_case(hw: str, prefix: str) -> Any:
     return c
 
 
+def _pair_case(prefix: str, timeout_s: float) -> Any:
+    """The case maker of a two-GPU grid of the families: ``c(id, family, task, **fields)`` on h200x2."""
+
+    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case("h200x2", f"{prefix}-{cid}", FAMILIES[model], task, gpus=2, **{"_timeout_s": timeout_s, **kw})
+
+    return c
+
+
 def _families(hw: str, prefix: str, gpus: int) -> list[dict[str, Any]]:
     """Families the catalog's Llama formulas never described, each from its own config.json: q/k norms and a 152k
     vocabulary (Qwen3), fused QKV and gate/up (Phi-3), soft-capping and sliding windows (Gemma-2), routed and shared
@@ -943,11 +952,8 @@ def _two_gpu_new(half: str) -> list[dict[str, Any]]:
     full, recomputation, one ZeRO-Offload, 1k-8k. Two halves, ``a`` (12-14B) and ``b`` (1.7-4B), so a four-GPU machine
     runs them side by side on GPUs 0-1 and 2-3; predictions stored before they run. ``omp_threads`` is the two-H200
     host's launch line (32 cores / 2 ranks), whatever host runs it."""
-    ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 170}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case("h200x2", f"h200x2n-{cid}", m[model], task, gpus=2, **{**slow, **kw})
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    c = _pair_case("h200x2n", 170)
 
     if half == "a":
         return [
@@ -988,11 +994,8 @@ def _two_gpu_new_2(half: str) -> list[dict[str, Any]]:
     """Two GPUs, after ``_two_gpu_new``: what it skipped for the budget, and what its misses ask (LoRA under ZeRO-3 ran
     32% slower and 40% larger than predicted for Mistral-Nemo; SmolLM2's hand count, PyTorch full training, 17% fast
     and 17% light). Predictions stored before they run."""
-    ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 170}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case("h200x2", f"h200x2n2-{cid}", m[model], task, gpus=2, **{**slow, **kw})
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    c = _pair_case("h200x2n2", 170)
 
     if half == "a":
         return [
@@ -1021,11 +1024,8 @@ def _two_gpu_new_3(half: str) -> list[dict[str, Any]]:
     """Two GPUs, after the code learned from ``_two_gpu_new_2`` (ZeRO-3's linear and fp32 adapters, DDP's buckets, a
     config.json traced whatever its family): other families and shapes of the same regimes, sized for 80 GB cards, so
     either GPU tests it. Predictions stored before they run."""
-    ds, pt, slow = {"engine": "deepspeed"}, {"engine": "pytorch"}, {"_timeout_s": 150}
-    m = FAMILIES
-
-    def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case("h200x2", f"h200x2n3-{cid}", m[model], task, gpus=2, **{**slow, **kw})
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+    c = _pair_case("h200x2n3", 150)
 
     if half == "a":
         return [
