@@ -1025,7 +1025,7 @@ def _two_gpu_new_3(half: str) -> list[dict[str, Any]]:
     config.json traced whatever its family): other families and shapes of the same regimes, sized for 80 GB cards, so
     either GPU tests it. Predictions stored before they run."""
     ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
-    c = _pair_case("h200x2n3", 150)
+    c = _pair_case("h200x2n3", 75)
 
     if half == "a":
         return [
