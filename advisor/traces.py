@@ -67,7 +67,7 @@ def variant_for(case: TrainCase, window: int | None = None) -> TraceVariant:
         recompute=case.recompute, fp32_weights=case.engine == "pytorch" and trains == "all",
         bnb_base=case.quantization in ("nf4", "int8"), autocast=case.engine == "pytorch",
         min_seq=window if window and case.seq_len >= window else 0,  # transformers masks from kv_length >= window on
-        zero3=case.engine == "deepspeed" and case.zero_stage == 3 and case.method == "lora",
+        zero3=case.engine == "deepspeed" and case.zero_stage == 3 and case.method == "lora" and case.quantization == "none",
     )
 
 

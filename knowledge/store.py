@@ -191,11 +191,12 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 
 
-def atomic_write_json(path: str | Path, obj: Any) -> None:
+def atomic_write_json(path: str | Path, obj: Any, indent: int | None = 2) -> None:
+    """``obj`` as JSON at ``path``, atomically; ``indent=None`` writes it compact (the bundled traces)."""
     if isinstance(obj, BaseModel):
-        text = obj.model_dump_json(indent=2)
+        text = obj.model_dump_json(indent=indent)
     else:
-        text = json.dumps(obj, indent=2, sort_keys=True)
+        text = json.dumps(obj, indent=indent, sort_keys=True, separators=None if indent else (",", ":"))
     atomic_write_text(path, text + "\n")
 
 

@@ -85,8 +85,9 @@ class TrainSetup:
     def zero3_adapters(self) -> bool:
         """LoRA under DeepSpeed's ZeRO-3, as DeepSpeed 0.19.8 runs it: ``torch.nn.functional.linear`` is its
         memory-efficient linear (every projection keeps its input, frozen or not) and PEFT's adapters stay fp32 (a model
-        built under ``zero.Init`` is not cast), each casting its input to fp32. ``probes.trace`` runs the same."""
-        return self.zero == 3 and self.case.method == "lora"
+        built under ``zero.Init`` is not cast), each casting its input to fp32. ``probes.trace`` runs the same. A
+        quantized base (bitsandbytes' own matmul) is not DeepSpeed's linear: not counted so."""
+        return self.zero == 3 and self.case.method == "lora" and self.case.quantization == "none"
 
     def linear_saves_input(self, name: str) -> bool:
         """Does autograd keep this projection's input for backward? Only when some weight behind it trains, or under

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         config = configs[h]
         data = {**records, WINDOW: sliding_window(config), KV_GROUPS: kv_groups(config),
                 LORA_DEFAULT: default_lora_targets(config, list(USUAL_LORA_TARGETS))}
-        atomic_write_json(path, data)
+        atomic_write_json(path, data, indent=None)  # compact: every variant each config's search needs, ~7 MB
     print(f"{sum(map(len, out.values()))} variants of {len(out)} configs written in {time.perf_counter() - t0:.0f} s")
     return 0
 
