@@ -6,7 +6,9 @@ PyTorch DDP, LoRA, QLoRA and full, one ZeRO-Offload. Run as two pairs of a four-
 with the h200x2 profile:
 
 - grids ``h200x2-new-fam-a`` and ``-b``: stored by commit bd539eb, before any of these runs;
-- grids ``h200x2-new-fam-2a`` and ``-2b``: stored by the same code (commit 5efde2b), after the first grids ran.
+- grids ``h200x2-new-fam-2a`` and ``-2b``: stored by the same code (commit 5efde2b), after the first grids ran;
+- grid ``h200x2-new-fam-3`` (a, b): stored by the code and fit that learned from the first two, run on a four-H100
+  machine as ``h100x2`` (no bundled profile of that box: scored without one).
 
 "Code of today" learned from these runs (ZeRO-3's linear and fp32 adapters, DDP's buckets, a config.json traced
 whatever its family, ZeRO-3's optimizer step): it is not held out for them.
@@ -16,7 +18,18 @@ whatever its family, ZeRO-3's optimizer step): it is not held out for them.
 
 from __future__ import annotations
 
+from tests.benchmarks.stored_predictions import compare, score
 from tests.benchmarks.unseen_families import main
+
+
+def last_grid() -> None:
+    print("== grid h200x2-new-fam-3, run as h100x2, without profile")
+    stored, _ = compare(["h100x2-new-fam-3a-2026-11-27.jsonl", "h100x2-new-fam-3b-2026-11-27.jsonl"],
+                        ["h100x2-new-fam-3a-predictions-2026-11-27.jsonl", "h100x2-new-fam-3b-predictions-2026-11-27.jsonl"])
+    rest = [(p, m) for p, m in stored if "-lora-z3" not in p["id"]]
+    score("stored before, without LoRA under ZeRO-3", rest)
+
 
 if __name__ == "__main__":
     main(("h200x2-new-fam-a", "h200x2-new-fam-b", "h200x2-new-fam-2a", "h200x2-new-fam-2b"), "h200x2", "2026-11-27")
+    last_grid()
