@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,10 +45,57 @@ def sliding_window(config: dict[str, Any]) -> int | None:
 
 def hand_counted(arch: ModelArch) -> bool:
     """Is ``arch`` predicted by the hand count of a Llama decoder (``models.architecture``, fitted on our runs)? The
-    catalog's and inline architectures are; a model given by its own config (a config.json, a hub id) is traced, its
-    family whatever: the hand count misses what a config changes (SmolLM2-1.7B, a Llama config.json, PyTorch full
-    training on two H200s: 15-18% optimistic by hand, 1.5-2.2% traced; tests/benchmarks/new_fam_2gpu.py)."""
-    return arch.hf_config is None
+    catalog's and inline architectures are, and so is a config.json that describes a catalog model's very computation
+    (``catalog_twin``); any other model given by its own config (a config.json, a hub id) is traced, its family
+    whatever: the hand count misses what a config changes (SmolLM2-1.7B, a Llama config.json, PyTorch full training on
+    two H200s: 15-18% optimistic by hand, 1.5-2.2% traced; tests/benchmarks/new_fam_2gpu.py)."""
+    return arch.hf_config is None or catalog_twin(arch) is not None
+
+
+# config keys that change neither a step's work nor its memory: token ids, initialisation, norms' epsilon, the rotary
+# base and the longest position (rotary angles are computed per step), the file's own bookkeeping
+_INERT_KEYS = frozenset({
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps", "initializer_range", "bos_token_id",
+    "eos_token_id", "pad_token_id", "max_position_embeddings", "rope_theta", "transformers_version", "architectures",
+    "dtype", "torch_dtype", "use_cache", "_name_or_path", "id2label", "label2id", "output_attentions",
+    "output_hidden_states", "return_dict", "tokenizer_class", "name_or_path",
+})  # fmt: skip
+
+
+def _computation(config: Any) -> dict[str, Any]:
+    """A transformers config as the step it builds: every key but the inert ones (the rotary base inside its dict too)."""
+    out = {k: v for k, v in config.to_dict().items() if k not in _INERT_KEYS and not k.startswith("_")}
+    for k in ("rope_parameters", "rope_scaling"):
+        if isinstance(out.get(k), dict):
+            out[k] = {kk: vv for kk, vv in out[k].items() if kk != "rope_theta"}
+    return out
+
+
+def catalog_twin(arch: ModelArch) -> ModelArch | None:
+    """The catalog model whose computation ``arch``'s own config.json describes (its shape, family and every key that
+    changes the work, read through transformers' config class), or None. A Llama-2-7B config.json is Llama-2-7B: it
+    keeps the hand count fitted on that model's runs, as its catalog name and hub id do (the trace of the catalog's
+    models off Hopper runs 23% off where the hand count runs 15%: tests/benchmarks/trace_on_catalog.py)."""
+    if arch.hf_config is None:
+        return None
+    return _twin(json.dumps(arch.hf_config, sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=64)
+def _twin(config_json: str) -> ModelArch | None:
+    from knowledge.catalog import models
+    from probes.hf_model import config_from_dict, hf_config
+
+    mine = json.loads(config_json)
+    shape = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+    same_shape = {m.name: m for m in models().values() if all(mine.get(k) == getattr(m, k) for k in shape)}
+    if not same_shape:
+        return None
+    try:
+        own = _computation(config_from_dict(mine, None))
+    except Exception:  # noqa: BLE001 - a config its class refuses is no catalog model; the trace names what it lacks
+        return None
+    return next((m for m in same_shape.values() if _computation(hf_config(m)) == own), None)
 
 
 def variant_for(case: TrainCase, window: int | None = None) -> TraceVariant:
@@ -170,8 +218,11 @@ class TraceBook:
     def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
         """The trace of ``arch`` under ``case``; None for the catalog's and inline architectures (``hand_counted``),
         whose hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
-        if hand_counted(arch):
-            return None
+        return None if hand_counted(arch) else self.own_code(arch, case)
+
+    def own_code(self, arch: ModelArch, case: TrainCase) -> ArchTrace:
+        """The trace of ``arch``'s own code under ``case``, whether or not a prediction takes it (a catalog model's
+        config is its hub config.json as transformers builds it)."""
         config, h, files = self._config(arch)
         return self._traced(arch, config, h, files, variant_for(case, self._window(config, h, files)))
 

@@ -401,12 +401,12 @@ class _Zero3Linear:
 
 @contextlib.contextmanager
 def _zero3_linear(on: bool) -> Iterator[None]:
-    """``torch.nn.functional.linear`` as DeepSpeed's ZeRO-3 leaves it, while ``on``."""
+    """``torch.nn.functional.linear`` as DeepSpeed's ZeRO-3 leaves it while ``on``, torch's own otherwise: what an
+    earlier ZeRO-3 engine of this process left behind never reaches the trace of a case without it."""
     import torch
 
     linear = torch.nn.functional.linear
-    if on:
-        torch.nn.functional.linear = _Zero3Linear.apply
+    torch.nn.functional.linear = _Zero3Linear.apply if on else torch._C._nn.linear
     try:
         yield
     finally:

@@ -6,6 +6,7 @@ import pytest
 
 from knowledge.errors import AdvisorError
 from knowledge.traces import TraceVariant
+import probes.trace as trace_module
 from probes.trace import trace_model
 
 QWEN3_TOY = {"model_type": "qwen3", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 3,
@@ -445,7 +446,7 @@ def test_parameters_read_outside_their_module_are_recorded_and_zero3_refuses_the
         assert (p.failure == "crash") == (not fits) and (fits or "set_z3_leaf_modules" in p.why_not_fits)
 
 
-def test_lora_under_zero3_keeps_what_deepspeed_s_linear_and_fp32_adapters_keep() -> None:
+def test_lora_under_zero3_keeps_what_deepspeed_s_linear_and_fp32_adapters_keep(monkeypatch) -> None:
     """Under ZeRO-3 every projection keeps its input (DeepSpeed's memory-efficient linear) and each fp32 adapter keeps
     its own fp32 copy of its input; the trace's linear is DeepSpeed's own to the byte, and the hand count of a Llama
     layer adds what the trace adds (two GPUs, Qwen3-8B LoRA at 2048 tokens: 20.1 GiB saved under ZeRO-3, 12.2 under
@@ -467,17 +468,18 @@ def test_lora_under_zero3_keeps_what_deepspeed_s_linear_and_fp32_adapters_keep()
     v2, v3 = variant_for(z2), variant_for(z3)
     assert v3.zero3 and not v2.zero3 and v3.key != v2.key
     plain, ours = (trace_model(config, v).layer.saved_bytes.per_token for v in (v2, v3))
-    linear = torch.nn.functional.linear
-    torch.nn.functional.linear = zero3_linear_wrap
-    try:  # DeepSpeed's own function in place of ours
-        theirs = trace_model(config, v3.model_copy(update={"zero3": False, "autocast": False})).layer.saved_bytes.per_token
-    finally:
-        torch.nn.functional.linear = linear
+    # what a ZeRO-3 engine of this process leaves behind ("This will persist unless manually reset") stays out of a
+    # trace without ZeRO-3
+    monkeypatch.setattr(torch.nn.functional, "linear", zero3_linear_wrap)
+    assert trace_model(config, v2).layer.saved_bytes.per_token == plain
+    # DeepSpeed's own function in place of ours
+    monkeypatch.setattr(trace_module._Zero3Linear, "apply", staticmethod(zero3_linear_wrap))
+    theirs = trace_model(config, v3).layer.saved_bytes.per_token
     h, i, hq = arch.hidden_size, arch.intermediate_size, arch.num_attention_heads * arch.head_size
     frozen_inputs = 2 * h + 2 * i  # the MLP's input and down_proj's, bf16
     fp32_copies = 4 * (3 * h + hq)  # q, k, v each cast x; o casts the attention output
     assert ours - plain == pytest.approx(frozen_inputs + fp32_copies, rel=0.02)
-    assert theirs - plain == pytest.approx(frozen_inputs, rel=0.02)  # DeepSpeed's linear alone (adapters cast to bf16)
+    assert theirs == pytest.approx(ours, rel=1e-6)
     platform = resolve_platform("h200x2")
     hand = [activation_bytes_per_token_layer(derive(c, arch, platform), eager_scores=False) for c in (z2, z3)]
     assert hand[1] - hand[0] == pytest.approx(ours - plain, rel=0.02)
@@ -497,3 +499,26 @@ def test_ddp_keeps_gradient_buckets_on_every_rank() -> None:
     assert (two.peak_mem_gib - one.peak_mem_gib) * 2**30 == pytest.approx(8 * params, rel=0.01)
     ds = [p.predict(TrainCase(id=f"d{g}", gpus=g, **{**base, "engine": "deepspeed"})) for g in (1, 2)]
     assert ds[1].peak_mem_gib <= ds[0].peak_mem_gib
+
+
+def test_a_config_json_of_a_catalog_model_is_that_model_and_any_change_to_its_work_is_traced(tmp_path) -> None:
+    """Llama-2-7B's config.json keeps the catalog's fitted hand count whatever its token ids, epsilon or rotary base;
+    a key that changes the work (an activation, biases, one more layer) makes it a model of its own, traced."""
+    import json
+
+    from advisor.traces import catalog_twin, hand_counted
+    from knowledge.catalog import resolve_model
+    from probes.hf_model import config_dict
+
+    base = {**config_dict(resolve_model("llama2-7b")), "rms_norm_eps": 1e-5, "bos_token_id": 7, "torch_dtype": "float16",
+            "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}, "max_position_embeddings": 8192}
+    changes = ({}, {"hidden_act": "gelu"}, {"attention_bias": True}, {"num_hidden_layers": 33}, {"tie_word_embeddings": True})
+    found = []
+    for i, change in enumerate(changes):
+        path = tmp_path / f"{i}.json"
+        path.write_text(json.dumps({**base, **change}))
+        arch = resolve_model(str(path))
+        twin = catalog_twin(arch)
+        assert hand_counted(arch) == (twin is not None)
+        found.append(twin.name if twin else None)
+    assert found == ["llama2-7b", None, None, None, None]
