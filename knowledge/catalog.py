@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from knowledge.config_reads import kept
 from knowledge.errors import AdvisorError, unknown
 from knowledge.store import InputFileError, read_bounded_text
 from knowledge.schema import DECODER_MODEL_TYPES, GPUSpec, HostSpec, ModelArch, PlatformSpec
@@ -344,17 +345,17 @@ OTHER_CAUSAL_LM_TYPES = frozenset({"gpt_neox", "gpt2", "gptj", "gpt_bigcode", "f
 
 
 def causal_lm_type(kind: Any) -> bool:
-    """Does transformers build a causal LM for this model_type? (Our summary table first: no import.)"""
+    """Does transformers build a causal LM for this model_type? (Our summary table, then the pinned transformers'
+    table: no import.)"""
     if not isinstance(kind, str):
         return False
     if kind in DECODER_MODEL_TYPES or kind in OTHER_CAUSAL_LM_TYPES:
         return True
-    try:
-        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
-    except ImportError:  # pragma: no cover
-        return False
+    from knowledge.causal_lm_types import lm_model_types
+
+    causal, masked = lm_model_types()
     # an encoder's causal head (BERT's BertLMHeadModel, RoBERTa's, BART's) is its decoder mode, not a causal LM
-    return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return kind in causal and kind not in masked
 
 
 def resolve_model(model: str | dict[str, Any]) -> ModelArch:
@@ -396,10 +397,11 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         if not isinstance(cfg, dict):
             raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
-        text = language_model_config(cfg) if missing else None
+        text = kept("language_model", cfg, lambda: language_model_config(cfg)) if missing else None
         if text is not None:  # a multimodal checkpoint: its language model is what trains and serves text
             cfg, cfg_path, missing = text, Path(f"{cfg_path} (language model)"), []
-        summary, names = _summary_from_transformers(cfg, missing) if missing and causal_lm_type(cfg.get("model_type")) else (cfg, {})
+        summary, names = (kept("summary", [cfg, missing], lambda: _summary_from_transformers(cfg, missing))
+                          if missing and causal_lm_type(cfg.get("model_type")) else (cfg, {}))
         missing = [f"{k} ({names[k]})" if k in names else k for k in missing if k not in summary]
         if missing:
             raise AdvisorError(f"model config {str(cfg_path)!r} lacks {', '.join(missing)} (a decoder's config.json has them)")

@@ -179,3 +179,37 @@ def test_platforms() -> None:
     by_id = {p["id"]: p for p in items}
     assert by_id["rtx4090x8"]["interconnect"] == "pcie-no-p2p"
     assert by_id["a800x8"]["cpu_cores"] == 48
+
+
+def test_the_causal_lm_table_is_the_pinned_transformers_own() -> None:
+    """The shipped table answers for the pinned release only; it must say what that release says (rewrite it with
+    ``python -m knowledge.causal_lm_types`` when the pin moves)."""
+    from knowledge.causal_lm_types import TABLE, installed_transformers, lm_model_types, table_of_installed
+
+    shipped = json.loads(TABLE.read_text())
+    assert shipped["transformers"] == installed_transformers()
+    assert shipped == table_of_installed()
+    causal, masked = lm_model_types()
+    assert "llama" in causal and "falcon" in causal and "bert" in masked
+
+
+def test_what_transformers_said_of_a_config_json_is_asked_once(tmp_path, monkeypatch) -> None:
+    """Falcon's config.json names its sizes Falcon's way and a multimodal checkpoint wraps its text config: reading
+    either imports transformers (6-8 s on two cores) the first time only."""
+    import knowledge.catalog as catalog
+
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "home"))
+    configs = Path(catalog.DATA) / "configs"
+    first = [catalog.resolve_model(str(configs / f"{n}.json")) for n in ("falcon-7b", "gemma-3-4b-multimodal")]
+    assert len(list((tmp_path / "home" / "config_reads").glob("*.json"))) >= 2
+
+    def asked(*_a, **_k):
+        raise AssertionError("transformers asked again")
+
+    monkeypatch.setattr(catalog, "_summary_from_transformers", asked)
+    monkeypatch.setattr(catalog, "language_model_config", asked)
+    again = [catalog.resolve_model(str(configs / f"{n}.json")) for n in ("falcon-7b", "gemma-3-4b-multimodal")]
+    assert again == first
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "elsewhere"))  # nothing kept there: asked, and it says so
+    with pytest.raises(AssertionError, match="asked again"):
+        catalog.resolve_model(str(configs / "falcon-7b.json"))
