@@ -4,8 +4,9 @@ Traces are looked up, in order, in this process's memory, the package's bundled 
 (``knowledge/data/traces/<config hash>.json``: the catalog's models and the architectures we measured) and the
 user's own (``ADVISOR_HOME/traces/``); a miss runs ``probes.trace`` (about a second per variant; the first import of
 transformers and PEFT takes longer) and keeps the result under ADVISOR_HOME, written atomically. Models given by
-their own config.json (a path or a hub id) are traced; the catalog's Llama-family decoders keep the hand count. A trace depends on
-the config and the variant only, so a cached one is exact for that model whatever the hardware.
+their own config.json (a path or a hub id) are traced; the catalog's decoders, and a config.json describing one of
+them, keep the hand count. A trace depends on the config and the variant only, so a cached one is exact for that
+model whatever the hardware.
 """
 
 from __future__ import annotations
@@ -216,8 +217,8 @@ class TraceBook:
         return case if own is None else case.model_copy(update={"lora_targets": own})
 
     def trace(self, arch: ModelArch, case: TrainCase) -> ArchTrace | None:
-        """The trace of ``arch`` under ``case``; None for the catalog's and inline architectures (``hand_counted``),
-        whose hand count (models.architecture) was fitted and validated on our runs and agrees with its trace."""
+        """The trace of ``arch`` under ``case``; None for the catalog's and inline architectures and a config.json of
+        one of them (``hand_counted``), whose hand count (models.architecture) was fitted and validated on their runs."""
         return None if hand_counted(arch) else self.own_code(arch, case)
 
     def own_code(self, arch: ModelArch, case: TrainCase) -> ArchTrace:
