@@ -75,8 +75,9 @@ def _computation(config: Any) -> dict[str, Any]:
 def catalog_twin(arch: ModelArch) -> ModelArch | None:
     """The catalog model whose computation ``arch``'s own config.json describes (its shape, family and every key that
     changes the work, read through transformers' config class), or None. A Llama-2-7B config.json is Llama-2-7B: it
-    keeps the hand count fitted on that model's runs, as its catalog name and hub id do (the trace of the catalog's
-    models off Hopper runs 23% off where the hand count runs 15%: tests/benchmarks/trace_on_catalog.py)."""
+    keeps the hand count fitted on that model's runs, as its catalog name and hub id do (over the catalog's measured
+    runs the trace is 20% off where the hand count is 14%, all of it on the study's servers:
+    tests/benchmarks/trace_on_catalog.py)."""
     if arch.hf_config is None:
         return None
     return _twin(json.dumps(arch.hf_config, sort_keys=True, default=str))

@@ -89,7 +89,7 @@ class Efficiencies(BaseModel):
     link_eff_pcie: float = _p(0.6, "prior: NCCL over PCIe ~60% of the per-hop bandwidth", 0.001, 1)
     collective_latency_s: float = _p(30e-6, "prior: NCCL small-message latency within a node", 0, 0.1)
     grad_overlap: float = _p(0.5, "prior: share of gradient reduction hidden behind backward (overlap_comm)", 0, 1)
-    zero3_module_overhead_s: float = _p(150e-6, "prior: ZeRO-3 fetch/release hooks per submodule per pass", 0, 0.1)
+    zero3_module_overhead_s: float = _p(150e-6, "prior: ZeRO-3 hooks per module call per pass (models.step_time: fetched modules, parameter-free ones, PEFT's)", 0, 0.1)
     # --- offload ------------------------------------------------------------------------------
     h2d_eff: float = _p(0.6, "prior: pinned host<->device copies ~60% of PCIe x16 (H100 probe: 55 of 63 GB/s)", 0.01, 1)
     # --- quantization -------------------------------------------------------------------------

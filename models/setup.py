@@ -74,11 +74,13 @@ class TrainSetup:
 
     @property
     def adapted_modules_per_layer(self) -> float:
-        """Modules PEFT wrapped per layer: from the trace (two adapter products each), else the targets named."""
+        """Modules PEFT wrapped per layer: from the trace (two trainable tensors each, A and B: counted whatever dtype
+        their products run in; under ZeRO-3 the fp32 adapters' products are no bf16 GEMMs, and counting those had
+        dropped every adapter's dispatch cost), else the targets named."""
         if not self.is_lora:
             return 0.0
         if self.trace is not None:
-            return sum(g.calls for g in self.trace.layer.gemms if g.adapter and g.phase == "fwd") / 2
+            return self.trace.params.tensors_trainable_per_layer / 2
         return float(len(self.lora_target_names))
 
     @property

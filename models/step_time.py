@@ -27,6 +27,11 @@ KERNELS_EAGER_ATTENTION = 6
 KERNELS_PER_QUANT_LINEAR = 2
 KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
 MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
+# DeepSpeed's ZeRO-3 hooks every module a forward calls, parameters or not (_register_hooks_recursively): beyond the
+# modules it fetches, a layer's parameter-free ones (the decoder layer, its attention, its MLP, its activation) and, per
+# LoRA target, PEFT's layer and its dropout (lora.Linear calls base_layer, lora_dropout, lora_A and lora_B)
+HOOKED_CONTAINERS_PER_LAYER = 4
+HOOKED_PEFT_CALLS_PER_TARGET = 2
 TENSORS_PER_LAYER = 9  # trainable tensors of a fully trained layer: 7 weights + 2 norm scales
 
 
@@ -190,13 +195,13 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
 
     # --- communication ----------------------------------------------------------------------
     zero3_hooks = 0.0
-    modules = s.trace.params.modules_per_layer if s.trace is not None else MODULES_PER_LAYER + 2 * s.adapted_modules_per_layer
-    calls = s.arch.num_hidden_layers * modules
-    comm = zero_communication(s, eff, c, calls)
+    fetched = s.trace.params.modules_per_layer if s.trace is not None else MODULES_PER_LAYER + 2 * s.adapted_modules_per_layer
+    comm = zero_communication(s, eff, c, s.arch.num_hidden_layers * fetched)
     per_mb_comm, per_step_comm = comm.per_micro_batch_s, comm.per_step_s
     if case.engine == "deepspeed" and s.zero == 3:
         passes = zero3_hook_passes(case.recompute)
-        zero3_hooks = passes * calls * eff.zero3_module_overhead_s
+        hooked = fetched + HOOKED_CONTAINERS_PER_LAYER + HOOKED_PEFT_CALLS_PER_TARGET * s.adapted_modules_per_layer
+        zero3_hooks = passes * s.arch.num_hidden_layers * hooked * eff.zero3_module_overhead_s
         bwd_cpu += zero3_hooks * (passes - 1) / passes
         fwd_cpu += zero3_hooks / passes
     # ZeRO-3's gathers sit on the critical path (DeepSpeed fetches a module's weights as the module runs): unhidden,

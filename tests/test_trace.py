@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from knowledge.errors import AdvisorError
@@ -522,3 +524,60 @@ def test_a_config_json_of_a_catalog_model_is_that_model_and_any_change_to_its_wo
         assert hand_counted(arch) == (twin is not None)
         found.append(twin.name if twin else None)
     assert found == ["llama2-7b", None, None, None, None]
+
+
+def test_adapted_modules_are_counted_whatever_dtype_their_products_run_in() -> None:
+    """Under ZeRO-3 PEFT's adapters stay fp32 and their products leave the bf16 GEMMs: the adapted modules (and the
+    dispatch cost the fit learned per module) must not vanish with them."""
+    from advisor.predictor import Predictor
+    from knowledge.catalog import resolve_model, resolve_platform
+    from knowledge.schema import TrainCase
+    from models.setup import derive
+
+    p = Predictor()
+    arch = resolve_model(str(Path(__file__).resolve().parents[1] / "knowledge" / "data" / "configs" / "qwen3-8b.json"))
+    counts = []
+    for zero in (2, 3):
+        case = TrainCase(id="z", hardware="h200x2", gpus=2, model="q", task="finetune", method="lora", zero_stage=zero)
+        trace = p.traces.trace(arch, case)
+        assert trace is not None and trace.variant.zero3 == (zero == 3)
+        counts.append(derive(case, arch, resolve_platform("h200x2"), trace).adapted_modules_per_layer)
+    assert counts == [4.0, 4.0]  # q, k, v and o
+
+
+def test_zero3_hooks_count_every_module_a_layer_calls() -> None:
+    """DeepSpeed's ZeRO-3 hooks every module a forward calls: a Llama layer's fetched modules, its four parameter-free
+    ones, and per LoRA target PEFT's layer and its dropout. Counted on the real modules (meta device), not assumed."""
+    import peft
+    import torch
+    import transformers
+
+    from knowledge.catalog import resolve_model
+    from models.step_time import HOOKED_CONTAINERS_PER_LAYER, HOOKED_PEFT_CALLS_PER_TARGET, MODULES_PER_LAYER
+    from probes.hf_model import hf_config
+
+    cfg = hf_config(resolve_model("tinyllama-1.1b"), 1)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    rotary = model.model.rotary_emb
+
+    def called(layer) -> tuple[int, int]:
+        x = torch.zeros(1, 8, cfg.hidden_size, device="meta")
+        pos = rotary(x, torch.arange(8, device="meta")[None])
+        calls: list[str] = []
+        hook = torch.nn.modules.module.register_module_forward_pre_hook(lambda m, a: calls.append(type(m).__name__))
+        try:
+            with torch.no_grad():
+                layer(x, position_embeddings=pos, attention_mask=None)
+        finally:
+            hook.remove()
+        fetched = sum(1 for m in layer.modules() if next(m.parameters(recurse=False), None) is not None)
+        return len(calls), fetched
+
+    full_calls, full_fetched = called(model.model.layers[0])
+    assert full_fetched == MODULES_PER_LAYER and full_calls == full_fetched + HOOKED_CONTAINERS_PER_LAYER
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=targets))
+    lora_calls, lora_fetched = called(lora.base_model.model.model.layers[0])
+    assert lora_fetched == MODULES_PER_LAYER + 2 * len(targets)
+    assert lora_calls == lora_fetched + HOOKED_CONTAINERS_PER_LAYER + HOOKED_PEFT_CALLS_PER_TARGET * len(targets)
