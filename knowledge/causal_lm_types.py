@@ -35,23 +35,27 @@ def lm_model_types() -> tuple[frozenset[str], frozenset[str]]:
     if table["transformers"] == installed:
         return frozenset(table["causal_lm"]), frozenset(table["masked_lm"])
     try:
-        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+        return _asked()
     except ImportError:  # pragma: no cover - a broken install
         return frozenset(), frozenset()
+
+
+def _asked() -> tuple[frozenset[str], frozenset[str]]:
+    """(causal-LM, masked-LM) model types as the installed transformers maps them (imports it: ~5 s on two cores)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
     return frozenset(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), frozenset(MODEL_FOR_MASKED_LM_MAPPING_NAMES)
 
 
 def table_of_installed() -> dict:
     """The table as the installed transformers lists it."""
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
-
+    causal, masked = _asked()
     return {
-        "source": f"transformers {transformers.__version__}: the keys of transformers.models.auto.modeling_auto's "
+        "source": f"transformers {installed_transformers()}: the keys of transformers.models.auto.modeling_auto's "
                   "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and MODEL_FOR_MASKED_LM_MAPPING_NAMES (python -m knowledge.causal_lm_types)",
-        "transformers": transformers.__version__,
-        "causal_lm": sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES),
-        "masked_lm": sorted(MODEL_FOR_MASKED_LM_MAPPING_NAMES),
+        "transformers": installed_transformers(),
+        "causal_lm": sorted(causal),
+        "masked_lm": sorted(masked),
     }
 
 

@@ -10,13 +10,13 @@ catalog rows are in the bundled fit.
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from advisor.predictor import Predictor
 from advisor.traces import hand_counted
 from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.measurements import load_own
 from knowledge.schema import TrainCase
 from models.training import predict_training
 
@@ -26,22 +26,20 @@ OWN = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own"
 def main() -> None:
     p = Predictor()
     errs: dict[str, list[float]] = {"lora": [], "full": [], "lora, traced": []}
-    for path in sorted(OWN.glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            row = json.loads(line) if line.strip() else {}
-            c, m = row.get("case", {}), row.get("measured", {})
-            if (c.get("task") not in ("pretrain", "finetune") or c.get("zero_stage") != 3 or c.get("engine", "deepspeed") != "deepspeed"
-                    or c.get("offload", "none") != "none" or not m.get("tokens_per_s")):
-                continue
-            case = TrainCase.model_validate(c)
-            platform, arch = resolve_platform(case.hardware, case.gpus), resolve_model(case.model)
-            q = predict_training(case, arch, platform, p.calibration(platform), trace=p.traces.trace(arch, case))
-            err = q.tokens_per_s / m["tokens_per_s"] - 1
-            kind = "lora" if case.method in ("lora", "qlora") else "full"
-            errs[kind].append(err)
-            if kind == "lora" and not hand_counted(arch):
-                errs["lora, traced"].append(err)
-            print(f"{case.id:42s} {kind:4s} {'catalog' if hand_counted(arch) else 'traced ':7s} {path.name:38s} {100 * err:+6.1f}%")
+    for row in load_own(OWN)[0]:
+        c, measured = row.case, row.measured.tokens_per_s
+        if (c.get("task") not in ("pretrain", "finetune") or c.get("zero_stage") != 3 or c.get("engine", "deepspeed") != "deepspeed"
+                or c.get("offload", "none") != "none" or not measured):
+            continue
+        case = TrainCase.model_validate(c)
+        platform, arch = resolve_platform(case.hardware, case.gpus), resolve_model(case.model)
+        q = predict_training(case, arch, platform, p.calibration(platform), trace=p.traces.trace(arch, case))
+        err = q.tokens_per_s / measured - 1
+        kind, traced = "lora" if case.method in ("lora", "qlora") else "full", not hand_counted(arch)
+        errs[kind].append(err)
+        if kind == "lora" and traced:
+            errs["lora, traced"].append(err)
+        print(f"{case.id:42s} {kind:4s} {'traced ' if traced else 'catalog':7s} {100 * err:+6.1f}%  {row.source}")
     for kind, e in errs.items():
         print(f"{kind:13s} MAPE {100 * statistics.fmean(map(abs, e)):5.1f}% (signed {100 * statistics.fmean(e):+5.1f}%, n={len(e)})")
 
