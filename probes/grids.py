@@ -298,6 +298,8 @@ FAMILIES = {
     "q14": CONFIGS + "qwen3-14b.json",
     "nemo12": CONFIGS + "mistral-nemo-12b.json",
     "phi4": CONFIGS + "phi-4-mini.json",
+    # 2026-11-27 (third): gated delta-net layers with routed experts (Qwen3-Next's shape, its first 12 layers)
+    "qnext": CONFIGS + "qwen3-next-12l.json",
     "smol2": CONFIGS + "smollm2-1.7b.json",
 }
 
@@ -916,6 +918,22 @@ def _new_arch_4(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _scan_families(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Layers whose own code loops in Python (gated delta-net scans without their fused kernels: Qwen3.5, and
+    Qwen3-Next with its 512 routed experts, never run before), at other lengths than the first grids, stored before
+    they run by the code that prices a traced kernel beyond a Llama layer's at the probed ``extra_kernel_s`` or not
+    (probes/eager_ops.py measures it in the same lease, before these runs)."""
+    pt = {"engine": "pytorch"}
+    c = _family_case(hw, prefix)
+    return [
+        c("q35-lora-pt-mb1-s4096", "q35", "finetune", method="lora", micro_batch_size=1, seq_len=4096, **pt),
+        c("q35-lora-pt-mb4-s512", "q35", "finetune", method="lora", micro_batch_size=4, seq_len=512, **pt),
+        c("qnext-lora-pt-mb1", "qnext", "finetune", method="lora", micro_batch_size=1, _timeout_s=180, **pt),
+        c("qnext-lora-pt-mb2-s1024", "qnext", "finetune", method="lora", micro_batch_size=2, seq_len=1024,
+          _timeout_s=180, **pt),
+    ]
+
+
 def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-Offload on one GPU with its CPU Adam on 1, 2, 4 and every core (OMP_NUM_THREADS, the case's
     ``omp_threads``): a step the host's optimizer dominates, to check the threads' term of the CPU Adam model in a
@@ -1047,6 +1065,8 @@ GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h200x2-new-fam-3b": lambda: _two_gpu_new_3("b"), "h200x2-new-fam-2a": lambda: _two_gpu_new_2("a"),
                          "h200x2-new-fam-2b": lambda: _two_gpu_new_2("b"), "h200x2-new-fam-a": lambda: _two_gpu_new("a"), "h200x2-new-fam-b": lambda: _two_gpu_new("b"),
                          "h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
+                         "h200-scan-families": lambda: _scan_families("h200x1", "h200e"),
+                         "h100-scan-families": lambda: _scan_families("h100x1", "h100e"),
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
