@@ -61,7 +61,11 @@ class Efficiencies(BaseModel):
     wide_head_attention_fwd_eff: float = _p(0.164, "measured: fused attention forward with heads over 256, share of the matmul ceiling (Gemma-4, head 512, one H200 anatomy)", 0.005, 1)
     wide_head_attention_bwd_eff: float = _p(0.038, "measured: fused attention backward with heads over 256, share of the matmul ceiling (Gemma-4, head 512, one H200 anatomy)", 0.001, 1)
     masked_attention_factor: float = _p(0.71, "measured: with an explicit mask (a sliding window, from kv_length >= window on) SDPA runs cuDNN's masked kernel at 0.69-0.73 of the rate the unmasked fused kernel is priced at (StarCoder2-3B, s4096 and s8192, kernel times on one H100: probes/anatomy.py, logs/h100-anatomy-2-2026-11-24.jsonl)", 0.05, 1)
-    extra_kernel_s: float = _p(6e-6, "prior: CPU cost of a kernel a model's own layer launches beyond a Llama layer's (kernel_time_s is fitted per Llama kernel and carries its modules' Python): eager dispatch + launch of one small aten op, ~5-10 us", 0, 1e-3)
+    # measured (probes/eager_ops.py on the one-H200 host, 2026-11-27, logs/h200-eager-ops-2026-11-27.jsonl; tests/
+    # benchmarks/eager_ops.py): tiny cuts (1 and 5 layers) of eight families at 512 and 2048 tokens, host-bound; their
+    # CPU seconds per layer against the trace's kernels, least squares over the 16: 25.1 us per traced kernel of a Llama
+    # layer's kind, 17.6 us per traced kernel beyond them (15.3 from the six families without a scan alone)
+    extra_kernel_ratio: float = _p(0.70, "measured (eager_ops, above): a traced kernel beyond a Llama layer's (q/k norms, soft-capping, routers, a scan's loop body) costs the host 0.70 of what a Llama layer's CPU time comes to per traced kernel", 0, 5)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
     dispatch_launch_exponent: float = _p(1.0, "how kernel_time_s follows a new host's measured launch of one small kernel from Python (advisor probe), as (launch / the probed hosts' launch) ** exponent; prior 1 (all of it the core's speed); advisor calibrate --full sets it to the log-log slope of the fitted per-host kernel_time_s factors on the probed hosts' launch (advisor.calibrate.dispatch_launch_exponent)", 0, 1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
+from models.architecture import linears
 from models.operators import training_operators
 from models.roofline import Ceilings
 from models.setup import TrainSetup
@@ -21,8 +22,10 @@ from models.zero_comm import ZERO3_GATHER_PASSES, _collective_s, zero3_hook_pass
 
 # Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~8 kernels, RoPE ~10,
 # 7 projections, SDPA, SwiGLU 2, residuals 2, views/copies ~4); backward's CPU cost is this times
-# ``backward_dispatch_factor`` (autograd runs one node per op).
+# ``backward_dispatch_factor`` (autograd runs one node per op). The trace of a Llama layer (full training, SDPA)
+# counts 45 forward and 73 backward kernels.
 KERNELS_PER_LAYER_FWD = 45
+KERNELS_PER_LAYER_BWD = 73
 KERNELS_EAGER_ATTENTION = 6
 KERNELS_PER_QUANT_LINEAR = 2
 KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
@@ -67,7 +70,9 @@ class StepTime:
 class _Pass:
     gpu_s: float  # forward GPU time, one micro-batch
     backward_gpu_s: float  # backward GPU time (recomputation not included)
-    kernels: float  # forward kernels launched
+    kernels: float  # forward kernels launched, in a Llama layer's kind (what kernel_time_s is fitted per)
+    extra_fwd: float = 0.0  # traced kernels beyond a Llama layer's: forward
+    extra_bwd: float = 0.0  # ... and backward (a recomputed forward's included)
 
 
 def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = False) -> _Pass:
@@ -80,26 +85,44 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     quant_linears = _quantized_linears_per_layer(s) * (case.quantization != "none")
     eager = not case.flash_attention or (s.trace is not None and s.trace.attention_used == "eager")
     hand_layer = KERNELS_PER_LAYER_FWD + (KERNELS_EAGER_ATTENTION if eager else 0)
+    extra_fwd = extra_bwd = extra_head_fwd = extra_head_bwd = 0.0
     if s.trace is not None:
-        # CPU time in units of the fitted per-Llama-kernel cost: a Llama layer's kernels (what kernel_time_s was fitted
-        # on, its modules' Python included) and, for each kernel the model's own layer launches beyond them (q/k norms,
-        # soft-capping, routers), the bare dispatch of a small op; an adapter costs what the fit learned per PEFT module
+        # CPU time: a Llama layer's kernels at the fitted per-Llama-kernel cost (kernel_time_s, its modules' Python
+        # included), an adapter at what the fit learned per PEFT module, and every kernel the model's own layer
+        # launches beyond a Llama layer's (q/k norms, soft-capping, routers, a scan's loop body per chunk) apart, forward
+        # and backward (``extra_kernel_cpu_s``). A loop body's backward kernels are the trace's own (Qwen3.5's
+        # delta-net: 2.5 per forward one); the others' follow a Llama layer's backward/forward ratio
         t = s.trace
         seq = case.seq_len
-        base = t.layer.kernels_fwd + t.layer.kernels_seq_fwd * seq - t.layer.adapter_kernels_fwd
-        extra = max(base - hand_layer, 0.0) * eff.extra_kernel_s / eff.kernel_time_s
-        per_layer = min(base, hand_layer) + extra + eff.lora_kernels_per_target * s.adapted_modules_per_layer
-        head = t.head().kernels_fwd + t.head().kernels_seq_fwd * seq
-        rest = min(head, KERNELS_HEAD) + max(head - KERNELS_HEAD, 0.0) * eff.extra_kernel_s / eff.kernel_time_s
+        base = t.layer.kernels_fwd - t.layer.adapter_kernels_fwd
+        beyond = max(base - hand_layer, 0.0)
+        extra_fwd = beyond + t.layer.kernels_seq_fwd * seq
+        extra_bwd = beyond * (KERNELS_PER_LAYER_BWD / KERNELS_PER_LAYER_FWD + case.recompute) + t.layer.kernels_seq_bwd * seq
+        per_layer = min(base, hand_layer) + eff.lora_kernels_per_target * s.adapted_modules_per_layer
+        head_beyond = max(t.head().kernels_fwd - KERNELS_HEAD, 0.0)
+        rest = min(t.head().kernels_fwd, KERNELS_HEAD)
+        extra_head_fwd = head_beyond + t.head().kernels_seq_fwd * seq
+        extra_head_bwd = head_beyond * KERNELS_PER_LAYER_BWD / KERNELS_PER_LAYER_FWD + t.head().kernels_seq_bwd * seq
     else:
         per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         rest = KERNELS_HEAD
     kernels = (per_layer + KERNELS_PER_QUANT_LINEAR * quant_linears) * a.num_hidden_layers
+    extra_fwd, extra_bwd = extra_fwd * a.num_hidden_layers, extra_bwd * a.num_hidden_layers
     if not layers_only:
         fwd += sum(op.time_s for op in ops if not op.per_layer)
         bwd += sum(op.backward_s for op in ops if not op.per_layer)
         kernels += rest
-    return _Pass(fwd, bwd, kernels)
+        extra_fwd, extra_bwd = extra_fwd + extra_head_fwd, extra_bwd + extra_head_bwd
+    return _Pass(fwd, bwd, kernels, extra_fwd, extra_bwd)
+
+
+def extra_kernel_cpu_s(eff: Efficiencies) -> float:
+    """CPU seconds of one traced kernel beyond a Llama layer's (forward or backward): ``extra_kernel_ratio`` of what a
+    Llama layer's CPU time comes to per traced kernel (kernel_time_s per forward kernel, backward_dispatch_factor more
+    for its backward, over its 45 + 73 traced kernels), so it follows the fitted cost and the host's speed."""
+    per_traced = eff.kernel_time_s * KERNELS_PER_LAYER_FWD * (1 + eff.backward_dispatch_factor) / (
+        KERNELS_PER_LAYER_FWD + KERNELS_PER_LAYER_BWD)
+    return eff.extra_kernel_ratio * per_traced
 
 
 def _quantized_linears_per_layer(s: TrainSetup) -> float:
@@ -165,14 +188,16 @@ def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_o
     return 1.0 / (1.0 / (t * r1) + max(ranks_on_node, 1) / cap)
 
 
-def _dispatch(s: TrainSetup, eff: Efficiencies, fwd_kernels: float, layer_kernels: float) -> tuple[float, float]:
+def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> tuple[float, float]:
     """(forward, backward) CPU seconds of one micro-batch: kernel launches and DeepSpeed's hooks."""
     case = s.case
-    per_kernel = eff.kernel_time_s * (eff.deepspeed_dispatch_factor if case.engine == "deepspeed" else 1.0)
-    fwd = fwd_kernels * per_kernel
-    bwd = fwd_kernels * per_kernel * eff.backward_dispatch_factor
+    scale = eff.deepspeed_dispatch_factor if case.engine == "deepspeed" else 1.0
+    per_kernel = eff.kernel_time_s * scale
+    extra = extra_kernel_cpu_s(eff) * scale
+    fwd = full.kernels * per_kernel + full.extra_fwd * extra
+    bwd = full.kernels * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
     if case.recompute:
-        bwd += layer_kernels * per_kernel  # the checkpointed forward runs again
+        bwd += layers.kernels * per_kernel  # the checkpointed forward runs again (its extra kernels: in extra_bwd)
     if case.engine == "deepspeed" and s.zero in (1, 2):
         bwd += trainable_tensors(s) * eff.zero12_hook_s
     return fwd, bwd
@@ -191,7 +216,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     layers = _pass(s, eff, c, layers_only=True)
     # a traced recomputation already ran its forward again inside backward
     bwd_gpu = full.backward_gpu_s + (layers.gpu_s if case.recompute and s.trace is None else 0.0)
-    fwd_cpu, bwd_cpu = _dispatch(s, eff, full.kernels, layers.kernels)
+    fwd_cpu, bwd_cpu = _dispatch(s, eff, full, layers)
 
     # --- communication ----------------------------------------------------------------------
     zero3_hooks = 0.0
@@ -284,8 +309,10 @@ def model_flops_per_step(s: TrainSetup) -> float:
     4·N for a frozen base (no weight gradients), plus attention (12·layers·q-width·seq per token, the
     PaLM appendix B convention); recomputation not counted. N = parameters that multiply activations."""
     a, case = s.arch, s.case
-    # the embedding only looks up (a tied one still multiplies as the LM head)
-    n_mult = s.params.total - (0 if a.tie_word_embeddings else s.params.embedding)
+    # the embedding only looks up (a tied one still multiplies as the LM head); a token multiplies only the experts
+    # routed to it (top-k of them): the others' weights count no FLOPs (MoE MFU from all experts passed 75%)
+    idle_experts = a.num_hidden_layers * sum(lin.params * (1 - lin.tokens_fraction) for lin in linears(a))
+    n_mult = s.params.total - (0 if a.tie_word_embeddings else s.params.embedding) - idle_experts
     per_token = (6.0 if case.method == "full" and case.quantization == "none" else 4.0) * n_mult
     per_token += 12.0 * a.num_hidden_layers * a.num_attention_heads * a.head_size * case.seq_len
     return per_token * case.micro_batch_size * case.seq_len * case.grad_accum

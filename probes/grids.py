@@ -921,7 +921,7 @@ def _new_arch_4(hw: str, prefix: str) -> list[dict[str, Any]]:
 def _scan_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Layers whose own code loops in Python (gated delta-net scans without their fused kernels: Qwen3.5, and
     Qwen3-Next with its 512 routed experts, never run before), at other lengths than the first grids, stored before
-    they run by the code that prices a traced kernel beyond a Llama layer's at the probed ``extra_kernel_s`` or not
+    they run by the code that prices a traced kernel beyond a Llama layer's at the probed ``extra_kernel_ratio`` or not
     (probes/eager_ops.py measures it in the same lease, before these runs)."""
     pt = {"engine": "pytorch"}
     c = _family_case(hw, prefix)
