@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
+from knowledge.traces import Part
 from models.architecture import linears
 from models.operators import training_operators
 from models.roofline import Ceilings
@@ -90,19 +91,19 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
         # CPU time: a Llama layer's kernels at the fitted per-Llama-kernel cost (kernel_time_s, its modules' Python
         # included), an adapter at what the fit learned per PEFT module, and every kernel the model's own layer
         # launches beyond a Llama layer's (q/k norms, soft-capping, routers, a scan's loop body per chunk) apart, forward
-        # and backward (``extra_kernel_cpu_s``). A loop body's backward kernels are the trace's own (Qwen3.5's
-        # delta-net: 2.5 per forward one); the others' follow a Llama layer's backward/forward ratio
+        # and backward (``extra_kernel_cpu_s``), backward at the trace's own counts (a scan's loop body: Qwen3.5's
+        # delta-net launches 2.5 backward kernels per forward one; routing under no_grad launches none)
         t = s.trace
         seq = case.seq_len
         base = t.layer.kernels_fwd - t.layer.adapter_kernels_fwd
         beyond = max(base - hand_layer, 0.0)
         extra_fwd = beyond + t.layer.kernels_seq_fwd * seq
-        extra_bwd = beyond * (KERNELS_PER_LAYER_BWD / KERNELS_PER_LAYER_FWD + case.recompute) + t.layer.kernels_seq_bwd * seq
+        extra_bwd = beyond * _backward_per_forward(t.layer) + t.layer.kernels_seq_bwd * seq
         per_layer = min(base, hand_layer) + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         head_beyond = max(t.head().kernels_fwd - KERNELS_HEAD, 0.0)
         rest = min(t.head().kernels_fwd, KERNELS_HEAD)
         extra_head_fwd = head_beyond + t.head().kernels_seq_fwd * seq
-        extra_head_bwd = head_beyond * KERNELS_PER_LAYER_BWD / KERNELS_PER_LAYER_FWD + t.head().kernels_seq_bwd * seq
+        extra_head_bwd = head_beyond * _backward_per_forward(t.head()) + t.head().kernels_seq_bwd * seq
     else:
         per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         rest = KERNELS_HEAD
@@ -114,6 +115,12 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
         kernels += rest
         extra_fwd, extra_bwd = extra_fwd + extra_head_fwd, extra_bwd + extra_head_bwd
     return _Pass(fwd, bwd, kernels, extra_fwd, extra_bwd)
+
+
+def _backward_per_forward(part: Part) -> float:
+    """Backward kernels per forward kernel of a traced part outside any per-token loop (a recomputed forward
+    included): a Llama layer's 73/45 under full training, fewer where forward ops run under no_grad (routing)."""
+    return part.kernels_bwd / part.kernels_fwd if part.kernels_fwd > 0 else 0.0
 
 
 def extra_kernel_cpu_s(eff: Efficiencies) -> float:

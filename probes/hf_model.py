@@ -158,6 +158,13 @@ def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, a
     cfg = dict(config)
     kind = cfg.pop("model_type")
     layers = num_layers or int(cfg["num_hidden_layers"])
+    if "layer_types" not in cfg and (num_layers is not None or layer_index is not None):
+        # a config.json that predates layer_types (Gemma-3's sliding_window_pattern): the whole model's, as transformers
+        # derives them, cut with the layers; a cut's own derivation restarts the pattern (a 3-layer cut of Gemma-3:
+        # three sliding layers, its full-attention layer never traced)
+        derived = getattr(config_from_dict(config, attn_impl=attn_impl), "layer_types", None)
+        if isinstance(derived, list) and len(derived) == int(cfg["num_hidden_layers"]):
+            cfg["layer_types"] = list(derived)
     _cut_per_layer(cfg, list(layer_index) if layer_index is not None else list(range(layers)))
     cfg["num_hidden_layers"] = layers
     cfg["use_cache"] = use_cache
