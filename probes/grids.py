@@ -300,6 +300,7 @@ FAMILIES = {
     "phi4": CONFIGS + "phi-4-mini.json",
     # 2026-11-27 (third): gated delta-net layers with routed experts (Qwen3-Next's shape, its first 12 layers)
     "qnext": CONFIGS + "qwen3-next-12l.json",
+    "fh1": CONFIGS + "falcon-h1.json",  # attention and Mamba-2 heads side by side (Mamba-2's torch path: a chunked scan)
     "smol2": CONFIGS + "smollm2-1.7b.json",
 }
 
@@ -934,6 +935,26 @@ def _scan_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _scan_families_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The same on another host (one H100), stored before they run by the code that prices extra kernels at the probed
+    ratio and traces a long pattern's extra layer behind a trained one: Qwen3.5 LoRA on q/k/v/o (only its attention
+    layers adapted: its delta-net layers keep what the input's gradient needs), Qwen3-Next, Falcon-H1-7B (never run:
+    Mamba-2 heads beside attention in every layer, transformers' torch path), and Gemma-3-1B, whose full-attention layer
+    the trace had never seen (its config.json names no layer_types)."""
+    pt = {"engine": "pytorch"}
+    c = _family_case(hw, prefix)
+    qkvo = ["q_proj", "k_proj", "v_proj", "o_proj"]
+    return [
+        c("q35-lora-qkvo-pt-mb1", "q35", "finetune", method="lora", micro_batch_size=1, lora_targets=qkvo, **pt),
+        c("q35-lora-pt-mb2-s1024", "q35", "finetune", method="lora", micro_batch_size=2, seq_len=1024, **pt),
+        c("qnext-lora-pt-mb1", "qnext", "finetune", method="lora", micro_batch_size=1, _timeout_s=180, **pt),
+        c("fh1-lora-pt-mb1", "fh1", "finetune", method="lora", micro_batch_size=1, _timeout_s=150, **pt),
+        c("fh1-lora-pt-mb2-s1024", "fh1", "finetune", method="lora", micro_batch_size=2, seq_len=1024, _timeout_s=150, **pt),
+        c("g3-full-pt-mb4", "g3", "pretrain", micro_batch_size=4, **pt),
+        c("g3-lora-pt-mb8-s1024", "g3", "finetune", method="lora", micro_batch_size=8, seq_len=1024, **pt),
+    ]
+
+
 def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-Offload on one GPU with its CPU Adam on 1, 2, 4 and every core (OMP_NUM_THREADS, the case's
     ``omp_threads``): a step the host's optimizer dominates, to check the threads' term of the CPU Adam model in a
@@ -1067,6 +1088,7 @@ GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
                          "h200-scan-families": lambda: _scan_families("h200x1", "h200e"),
                          "h100-scan-families": lambda: _scan_families("h100x1", "h100e"),
+                         "h100-scan-families-2": lambda: _scan_families_2("h100x1", "h100e2"),
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),

@@ -11,6 +11,7 @@ torch / transformers / peft / bitsandbytes are imported inside the functions: th
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import TYPE_CHECKING, Any, Iterator
 
 from knowledge.schema import ModelArch, TrainCase
@@ -162,8 +163,10 @@ def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, a
         # a config.json that predates layer_types (Gemma-3's sliding_window_pattern): the whole model's, as transformers
         # derives them, cut with the layers; a cut's own derivation restarts the pattern (a 3-layer cut of Gemma-3:
         # three sliding layers, its full-attention layer never traced)
-        derived = getattr(config_from_dict(config, attn_impl=attn_impl), "layer_types", None)
-        if isinstance(derived, list) and len(derived) == int(cfg["num_hidden_layers"]):
+        whole = config_from_dict(config, attn_impl=attn_impl)
+        derived = getattr(whole, "layer_types", None)
+        takes = "layer_types" in inspect.signature(type(whole).__init__).parameters  # (Falcon-H1's is a derived property)
+        if takes and isinstance(derived, list) and len(derived) == int(cfg["num_hidden_layers"]):
             cfg["layer_types"] = list(derived)
     _cut_per_layer(cfg, list(layer_index) if layer_index is not None else list(range(layers)))
     cfg["num_hidden_layers"] = layers
