@@ -530,9 +530,23 @@ def _as_on_a_gpu() -> Iterator[None]:
         torch.nn.functional.dropout = dropout
 
 
-def seqs(v: TraceVariant) -> tuple[int, ...]:
-    """The three traced lengths: past the variant's ``min_seq`` (a sliding window) when it has one."""
-    return tuple(v.min_seq + s for s in SEQS)
+# a layer's own chunk length where its config names one (Mamba-2's chunked scan: Falcon-H1, Bamba, Granite-4.0-H)
+SCAN_CHUNK_KEYS = ("mamba_chunk_size", "chunk_size")
+
+
+def scan_chunk(config: dict[str, Any]) -> int:
+    """The chunk a config's scan pads the sequence to (0: none named, or no longer than SEQS's steps)."""
+    sizes = [v for k in SCAN_CHUNK_KEYS if isinstance(v := config.get(k), int) and not isinstance(v, bool)]
+    return max(sizes, default=0)
+
+
+def seqs(v: TraceVariant, chunk: int = 0) -> tuple[int, ...]:
+    """The three traced lengths: past the variant's ``min_seq`` (a sliding window) when it has one; 2, 3 and 4 chunks
+    (less 8) of a scan whose chunk is longer than SEQS's steps, so that what a chunk allocates (Falcon-H1's Mamba-2:
+    256 x 256 per head and state, 16 GiB a chunk at 7B) grows with the length as it does: at SEQS the three lengths
+    padded to one chunk, a constant, and Falcon-H1 at 2k, predicted 50 GiB, asked for 64 GiB more on an H100."""
+    lengths = tuple(k * chunk - 8 for k in (2, 3, 4)) if chunk > SEQS[1] - SEQS[0] else SEQS
+    return tuple(v.min_seq + s for s in lengths)
 
 
 def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
@@ -761,13 +775,13 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
     model, fake = _build(config, n, variant, layer_index)
     used = model.config._attn_implementation
     try:
-        runs = [_run(model, fake, variant, s) for s in seqs(variant)]
+        runs = [_run(model, fake, variant, s) for s in seqs(variant, scan_chunk(config))]
     except AdvisorError:
         raise
     except Exception as e:  # the model's code did something fake tensors cannot follow
         raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
                            f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
-    return _part(runs, seqs(variant)), _params(model), used, set().union(*(r["outside"] for r in runs))
+    return _part(runs, seqs(variant, scan_chunk(config))), _params(model), used, set().union(*(r["outside"] for r in runs))
 
 
 def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | None:
@@ -834,7 +848,7 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     def whole(k: str) -> int:
         return int(round(base_params[k] + extra * per_layer[k]))
 
-    s_top = seqs(variant)[-1]
+    s_top = seqs(variant, scan_chunk(config))[-1]
     peak = max((c["peak_extra"] for c in cuts), key=lambda x: x.at(1, s_top))
     return ArchTrace(
         config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,

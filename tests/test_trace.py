@@ -581,3 +581,46 @@ def test_zero3_hooks_count_every_module_a_layer_calls() -> None:
     lora_calls, lora_fetched = called(lora.base_model.model.model.layers[0])
     assert lora_fetched == MODULES_PER_LAYER + 2 * len(targets)
     assert lora_calls == lora_fetched + HOOKED_CONTAINERS_PER_LAYER + HOOKED_PEFT_CALLS_PER_TARGET * len(targets)
+
+
+def test_a_config_without_layer_types_is_cut_with_the_whole_model_s() -> None:
+    from probes.hf_model import config_from_dict
+
+    # Gemma-3's config.json names sliding_window_pattern, not layer_types: a cut of layers 0 and 5 is sliding + full
+    gemma3 = {"model_type": "gemma3_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 12,
+              "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 32, "vocab_size": 1000,
+              "sliding_window": 64, "sliding_window_pattern": 6}
+    assert config_from_dict(gemma3, 2, layer_index=[0, 5]).layer_types == ["sliding_attention", "full_attention"]
+    # a class that derives them itself (Falcon-H1's property) is not handed them
+    assert config_from_dict({"model_type": "falcon_h1", "hidden_size": 128, "intermediate_size": 256,
+                             "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                             "vocab_size": 1000}, 2).num_hidden_layers == 2
+
+
+def test_a_kind_s_extra_layer_is_traced_behind_a_trained_one() -> None:
+    # Qwen3.5 with LoRA on q/k/v/o adapts only its attention layers; its delta-net layers keep what the input's
+    # gradient needs when a trained layer comes before them, as all but the model's first ones do
+    q35 = {"model_type": "qwen3_5_text", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 8,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
+           "linear_key_head_dim": 32, "linear_value_head_dim": 32, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+           "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + ["full_attention"]}
+    assert trace_module._one_more(q35, [0, 3], 0) == [0, 3, 0]
+    lora = trace_model(q35, TraceVariant(trains="adapters", lora_targets=["k_proj", "o_proj", "q_proj", "v_proj"],
+                                         lora_rank=8))
+    full = trace_model(q35, TraceVariant(trains="all"))
+    # frozen projections keep no inputs, but the layer keeps most of what full training keeps per token
+    assert lora.layer.saved_bytes.per_token > 0.5 * full.layer.saved_bytes.per_token
+
+
+def test_a_scan_s_chunks_are_traced_at_lengths_of_several_chunks() -> None:
+    from probes.trace import SEQS, scan_chunk, seqs
+
+    assert scan_chunk({"mamba_chunk_size": 256}) == 256 and scan_chunk({"chunk_size_feed_forward": 0}) == 0
+    v = TraceVariant(trains="all")
+    assert seqs(v) == SEQS and seqs(v, 256) == (504, 760, 1016)
+    # Mamba-2's chunked scan (Falcon-H1) allocates per chunk: at 2, 3, 4 chunks what it keeps grows with the length
+    fh1 = {"model_type": "falcon_h1", "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "mamba_d_ssm": 128,
+           "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 32, "mamba_chunk_size": 128}
+    t = trace_model(fh1, v)
+    assert t.peak_extra_bytes.at(1, 4 * 128) > 1.5 * t.peak_extra_bytes.at(1, 2 * 128)
