@@ -93,17 +93,12 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
         # launches beyond a Llama layer's (q/k norms, soft-capping, routers, a scan's loop body per chunk) apart, forward
         # and backward (``extra_kernel_cpu_s``), backward at the trace's own counts (a scan's loop body: Qwen3.5's
         # delta-net launches 2.5 backward kernels per forward one; routing under no_grad launches none)
-        t = s.trace
-        seq = case.seq_len
+        t, head = s.trace, s.trace.head()
         base = t.layer.kernels_fwd - t.layer.adapter_kernels_fwd
-        beyond = max(base - hand_layer, 0.0)
-        extra_fwd = beyond + t.layer.kernels_seq_fwd * seq
-        extra_bwd = beyond * _backward_per_forward(t.layer) + t.layer.kernels_seq_bwd * seq
+        extra_fwd, extra_bwd = _extra_kernels(t.layer, base - hand_layer, case.seq_len)
         per_layer = min(base, hand_layer) + eff.lora_kernels_per_target * s.adapted_modules_per_layer
-        head_beyond = max(t.head().kernels_fwd - KERNELS_HEAD, 0.0)
-        rest = min(t.head().kernels_fwd, KERNELS_HEAD)
-        extra_head_fwd = head_beyond + t.head().kernels_seq_fwd * seq
-        extra_head_bwd = head_beyond * _backward_per_forward(t.head()) + t.head().kernels_seq_bwd * seq
+        rest = min(head.kernels_fwd, KERNELS_HEAD)
+        extra_head_fwd, extra_head_bwd = _extra_kernels(head, head.kernels_fwd - KERNELS_HEAD, case.seq_len)
     else:
         per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         rest = KERNELS_HEAD
@@ -117,10 +112,14 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     return _Pass(fwd, bwd, kernels, extra_fwd, extra_bwd)
 
 
-def _backward_per_forward(part: Part) -> float:
-    """Backward kernels per forward kernel of a traced part outside any per-token loop (a recomputed forward
-    included): a Llama layer's 73/45 under full training, fewer where forward ops run under no_grad (routing)."""
-    return part.kernels_bwd / part.kernels_fwd if part.kernels_fwd > 0 else 0.0
+def _extra_kernels(part: Part, beyond: float, seq: int) -> tuple[float, float]:
+    """(forward, backward) kernels of a traced part beyond the hand count's (``beyond`` of its forward ones, none if
+    negative), a scan's loop body per token included; backward at the part's own backward/forward ratio outside the
+    loop (a recomputed forward included: a Llama layer's 73/45 under full training, fewer where forward ops run
+    under no_grad, as routing does)."""
+    beyond = max(beyond, 0.0)
+    per_forward = part.kernels_bwd / part.kernels_fwd if part.kernels_fwd > 0 else 0.0
+    return beyond + part.kernels_seq_fwd * seq, beyond * per_forward + part.kernels_seq_bwd * seq
 
 
 def extra_kernel_cpu_s(eff: Efficiencies) -> float:

@@ -774,14 +774,15 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
     forward of every module that holds them."""
     model, fake = _build(config, n, variant, layer_index)
     used = model.config._attn_implementation
+    lengths = seqs(variant, scan_chunk(config))
     try:
-        runs = [_run(model, fake, variant, s) for s in seqs(variant, scan_chunk(config))]
+        runs = [_run(model, fake, variant, s) for s in lengths]
     except AdvisorError:
         raise
     except Exception as e:  # the model's code did something fake tensors cannot follow
         raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
                            f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
-    return _part(runs, seqs(variant, scan_chunk(config))), _params(model), used, set().union(*(r["outside"] for r in runs))
+    return _part(runs, lengths), _params(model), used, set().union(*(r["outside"] for r in runs))
 
 
 def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | None:
@@ -802,17 +803,21 @@ def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | 
     return kinds, {i: sig.count(sig[i]) / len(sig) for i in kinds}
 
 
-def _one_more(config: dict[str, Any], kinds: list[int], k: int) -> list[int]:
-    """The layers of a cut with one more layer of kind ``k``: after the others, as most of a model's layers are (behind
-    a trained one, they keep what autograd needs for the input's gradient: Qwen3.5's delta-net layers, frozen under
-    LoRA on q/k/v/o, kept nothing as the cut's first layer, and its peak was predicted 28% low); first where the config
-    would change the last layer's kind (Gemma-4 makes its last layer a full-attention one)."""
+def _one_more(config: dict[str, Any], kinds: list[int]) -> list[list[int]]:
+    """For each kind, the layers of a cut with one more layer of it: after the others, as most of a model's layers are
+    (behind a trained one, they keep what autograd needs for the input's gradient: Qwen3.5's delta-net layers, frozen
+    under LoRA on q/k/v/o, kept nothing as the cut's first layer, and its peak was predicted 28% low); first where the
+    config would change the last layer's kind (Gemma-4 makes its last layer a full-attention one)."""
     from probes.hf_model import config_from_dict, layer_signatures
 
-    last = kinds + [k]
-    cut = {**config_from_dict(config, len(last), layer_index=last).to_dict(), "model_type": config["model_type"]}
     sig = layer_signatures(config)
-    return last if layer_signatures(cut) == [sig[i] for i in last] else [k] + kinds
+
+    def order(k: int) -> list[int]:
+        last = kinds + [k]
+        cut = {**config_from_dict(config, len(last), layer_index=last).to_dict(), "model_type": config["model_type"]}
+        return last if layer_signatures(cut) == [sig[i] for i in last] else [k] + kinds
+
+    return [order(k) for k in kinds]
 
 
 def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
@@ -833,7 +838,7 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
         kinds, share = typed
         a, pa, used, outside = _cut(config, len(kinds), variant, kinds)
-        more = [_cut(config, len(kinds) + 1, variant, _one_more(config, kinds, k)) for k in kinds]
+        more = [_cut(config, len(kinds) + 1, variant, order) for order in _one_more(config, kinds)]
         outside = outside.union(*(m[3] for m in more))
         avg = _lincomb([(share[k], m[0]) for k, m in zip(kinds, more)] + [(-1.0, a)])  # the model's average layer
         layer = _layer_part(_lincomb([(0.0, a)]), avg, 1)

@@ -604,7 +604,7 @@ def test_a_kind_s_extra_layer_is_traced_behind_a_trained_one() -> None:
            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
            "linear_key_head_dim": 32, "linear_value_head_dim": 32, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
            "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + ["full_attention"]}
-    assert trace_module._one_more(q35, [0, 3], 0) == [0, 3, 0]
+    assert trace_module._one_more(q35, [0, 3]) == [[0, 3, 0], [0, 3, 3]]
     lora = trace_model(q35, TraceVariant(trains="adapters", lora_targets=["k_proj", "o_proj", "q_proj", "v_proj"],
                                          lora_rank=8))
     full = trace_model(q35, TraceVariant(trains="all"))
