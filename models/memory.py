@@ -144,7 +144,6 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # a trace under autocast saw those 16-bit copies alive itself (saved for the products' backward)
         return ModelStates(w, t * half if s.trace is None else 0.0, ddp_bucket_bytes(s), t * 4.0, t * 8.0, 0.0)
     z = s.zero
-    largest = s.params.largest_module * 4  # DeepSpeed's largest_layer_memory
     if z == 0 and s.case.grad_accum_dtype == "fp32":
         # BF16_Optimizer: fp32 masters and Adam moments split over the ranks, an fp32 gradient of every parameter
         # allocated at start-up beside the 16-bit ones of backward (deepspeed/runtime/bf16_optimizer.py)
@@ -164,8 +163,12 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # only (own rows: 3B ZeRO-1 on one H100 peaks at 22 B/param, 7B ZeRO-1/2 on two H200 at 75.4 GiB).
         grads_end = t * half if z == 1 else t * half / n
         return ModelStates(t * half + frozen, 0.0, 0.0, grads_end, t * 12.0 / n, 0.0, t * (half + 4.0) / n)
-    # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered.
-    gathered = min(STAGE3_MAX_LIVE * half + largest, (t + s.frozen_16bit) * half + quant)
+    # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered: up to
+    # stage3_max_live_parameters, or one module above that alone, in the 16-bit type. At the start of backward the LM
+    # head is the module gathered, so the larger of the two (DeepSpeed's estimator counts 4 B of the largest layer on
+    # top of the live set: 1.3-2.6 GiB above what eleven ZeRO-3 runs of ours peaked at, each by about 2 B of its
+    # embedding plus the live set; with the larger of the two, -0.3 to +0.6 GiB, ``zero3_gathered_bytes``)
+    gathered = min(zero3_gathered_bytes(s), (t + s.frozen_16bit) * half + quant)
     if s.offload_params:
         return ModelStates(gathered, 0.0, 0.0, 0.0, 0.0, 0.0)
     w = (t * half + frozen) / n + gathered
@@ -176,6 +179,12 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     # the flat 16-bit gradient partition is allocated at start-up (contiguous_gradients); the fp32
     # gradients exist one sub-group at a time during the step
     return ModelStates(w, 0.0, t * half / n, t * half / n, t * 12.0 / n, 0.0, 4.0 * min(t / n, SUB_GROUP))
+
+
+def zero3_gathered_bytes(s: TrainSetup) -> float:
+    """ZeRO-3's gathered working set on a rank at its peak: the live parameters the config allows
+    (``STAGE3_MAX_LIVE``) or the largest module, gathered alone (a big vocabulary's LM head), whichever is larger."""
+    return max(STAGE3_MAX_LIVE, s.params.largest_module) * s.half_bytes
 
 
 # DistributedDataParallel's reducer copies every gradient into flat buckets of the gradients' dtype that live as long as
@@ -227,18 +236,26 @@ def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float
 
 def activation_bytes(s: TrainSetup) -> float:
     """Saved activations of one micro-batch on one rank, at the start of backward: what the trace saw alive when
-    forward ended (the loss's buffers included), else the hand count below."""
+    forward ended (the loss's buffers included), else the hand count below (with recomputation, the one layer
+    backward rebuilds at a time included: ``rebuilt_layer_bytes``)."""
     if s.trace is not None:
         return max(s.trace.total("saved_bytes", s.case.micro_batch_size, s.case.seq_len), 0.0)
-    per_layer = activation_bytes_per_token_layer(s, eager_scores=not s.case.flash_attention) * s.tokens
     layers = s.arch.num_hidden_layers
     if s.case.recompute:
         # checkpointed: each layer keeps its 16-bit input; one layer is rebuilt at a time in backward
-        layer_part = layers * 2.0 * s.arch.hidden_size * s.tokens + per_layer
+        layer_part = layers * 2.0 * s.arch.hidden_size * s.tokens + rebuilt_layer_bytes(s)
     else:
-        layer_part = layers * per_layer
+        layer_part = layers * activation_bytes_per_token_layer(s, eager_scores=not s.case.flash_attention) * s.tokens
     head = (4.0 + 2.0) * s.arch.hidden_size * s.tokens  # final norm fp32 input + LM-head input
     return layer_part + head
+
+
+def rebuilt_layer_bytes(s: TrainSetup) -> float:
+    """Hand count, recomputation: the activations of the one checkpointed layer backward rebuilds at a time (0 without
+    recomputation, and with a trace, whose backward peak holds the rebuilt layer itself)."""
+    if s.trace is not None or not s.case.recompute:
+        return 0.0
+    return activation_bytes_per_token_layer(s, eager_scores=not s.case.flash_attention) * s.tokens
 
 
 # transformers' causal-LM loss upcasts the logits: in forward the 16-bit logits and their fp32 copy (2 + 4 bytes per
@@ -291,6 +308,12 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     logits = transient_bytes(s, eff)
     comm = buffer_bytes(s, eff) - logits
     act = activation_bytes(s)
+    # the loss's buffers are freed once backward has passed the LM head, before the last layer is rebuilt: under
+    # recomputation the hand count's rebuilt layer and the logits never coexist (Llama-2-7B, ZeRO-3, recomputation,
+    # mb 32 x 2k on one H100: 54.4 GiB measured, 66.2 predicted with both, 55.0 with the larger)
+    rebuilt = rebuilt_layer_bytes(s)
+    overlap = min(rebuilt, logits)
+    act, logits = act - overlap * (rebuilt <= logits), logits - overlap * (rebuilt > logits)
     start = st.weights + st.autocast_cache + st.grads_kept + act + logits
     forward = st.weights + st.autocast_cache + st.grads_kept + act + forward_peak_extra(s, st, eff)
     end = st.weights + max(st.grads_kept, st.grads_end)
