@@ -270,6 +270,12 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str, hf_config: dict[str, Any
         if isinstance(cfg.get("moe_intermediate_size"), int):
             fields["intermediate_size"] = cfg["moe_intermediate_size"]  # what each routed expert multiplies
     fields.setdefault("num_key_value_heads", cfg.get("num_attention_heads"))
+    latent_head = (cfg.get("qk_nope_head_dim") or 0) + (cfg.get("qk_rope_head_dim") or 0)
+    heads, hidden = fields.get("num_attention_heads"), fields.get("hidden_size")
+    if "head_dim" not in fields and isinstance(latent_head, int) and latent_head > 0 and isinstance(heads, int) \
+            and isinstance(hidden, int) and heads > 0 and hidden % heads:
+        # latent attention's query/key head (qk_nope + qk_rope) is not hidden / heads: GLM-4.7-Flash's 2048 over 20
+        fields["head_dim"] = latent_head
     if "model_type" in cfg:
         fields["hf_model_type"] = str(cfg["model_type"])
         fields["attention_bias"] = bool(cfg.get("attention_bias", cfg["model_type"] in ("qwen2", "qwen2_moe")))  # q/k/v biases

@@ -276,8 +276,8 @@ def _layer_linear_names(model: Any, attention_only: bool = False) -> list[str]:
     import torch
     from transformers.pytorch_utils import Conv1D
 
-    return sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
-                   if isinstance(m, (torch.nn.Linear, Conv1D)) and in_block(n)
+    return sorted({n.removesuffix(".base_layer").rsplit(".", 1)[-1] for n, m in model.named_modules()
+                   if isinstance(m, (torch.nn.Linear, Conv1D)) and in_block(n) and ".lora_" not in n
                    and (not attention_only or any(part in n.lower() for part in ("attn", "attention")))})
 
 
@@ -780,9 +780,30 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
     except AdvisorError:
         raise
     except Exception as e:  # the model's code did something fake tensors cannot follow
-        raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {type(e).__name__}: "
-                           f"{str(e).splitlines()[0][:160] if str(e) else ''}") from None
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        wrapped = _failing_adapter(model, e.__traceback__)
+        if wrapped:
+            # PEFT wrapped a module that is no plain projection (PhiMoE's and Llama-4's routers are nn.Linear
+            # subclasses returning a tuple): the same step fails on a GPU, so say which and what to name instead
+            names = [n for n in _layer_linear_names(model) if n != wrapped.rsplit(".", 1)[-1]]
+            raise AdvisorError(f"LoRA targets {variant.lora_targets!r}: PEFT wraps {wrapped!r}, which its LoRA layer "
+                               f"cannot run ({why}); name the projections instead: {', '.join(names)}") from None
+        raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {why}") from None
     return _part(runs, lengths), _params(model), used, set().union(*(r["outside"] for r in runs))
+
+
+def _failing_adapter(model: Any, tb: Any) -> str | None:
+    """The name of the PEFT-wrapped module whose LoRA forward raised (the innermost frame of PEFT's tuners), or None."""
+    import torch
+
+    name = None
+    while tb is not None:
+        frame = tb.tb_frame
+        owner = frame.f_locals.get("self")
+        if "/peft/tuners/" in frame.f_code.co_filename.replace("\\", "/") and isinstance(owner, torch.nn.Module):
+            name = next((n for n, m in model.named_modules() if m is owner), name)
+        tb = tb.tb_next
+    return name.removeprefix("base_model.model.") if name else None
 
 
 def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | None:

@@ -624,3 +624,26 @@ def test_a_scan_s_chunks_are_traced_at_lengths_of_several_chunks() -> None:
            "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 32, "mamba_chunk_size": 128}
     t = trace_model(fh1, v)
     assert t.peak_extra_bytes.at(1, 4 * 128) > 1.5 * t.peak_extra_bytes.at(1, 2 * 128)
+
+
+def test_all_linear_on_a_router_peft_cannot_run_names_it_and_the_projections() -> None:
+    """PEFT's 'all-linear' wraps every nn.Linear, PhiMoE's router among them (an nn.Linear whose forward returns a
+    tuple): the same step fails on a GPU. The error names the router and the projections to name instead."""
+    cfg = {"model_type": "phimoe", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128, "num_local_experts": 4,
+           "num_experts_per_tok": 2}
+    with pytest.raises(AdvisorError) as e:
+        trace_model(cfg, TraceVariant(trains="adapters", lora_targets="all-linear", lora_rank=4))
+    msg = str(e.value)
+    assert "router" in msg and "q_proj" in msg and "base_layer" not in msg and "\n" not in msg
+    trace_model(cfg, TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=4))  # named: fine
+
+
+def test_latent_attention_s_head_is_not_hidden_over_heads() -> None:
+    """GLM-4.7-Flash (glm4_moe_lite): 2048 hidden over 20 heads of latent attention (qk 192): read, not refused."""
+    from knowledge.catalog import arch_from_hf_config
+
+    cfg = {"model_type": "glm4_moe_lite", "hidden_size": 2048, "num_attention_heads": 20, "num_key_value_heads": 20,
+           "intermediate_size": 10240, "num_hidden_layers": 2, "vocab_size": 1000, "qk_nope_head_dim": 192,
+           "qk_rope_head_dim": 64, "kv_lora_rank": 512}
+    assert arch_from_hf_config(cfg, "glm").head_size == 256
