@@ -33,6 +33,8 @@ def main(grids: tuple[str, ...] = GRIDS, machine: str = "h100x1", date: str = DA
             print(f"== {g}, {label}")
             stored, now = compare([f"{g}-{date}.jsonl"], [f"{g}-predictions{suffix}-{date}.jsonl"], profile)
             for (b, m), (q, _) in zip(stored, now):
+                if not m.get("tokens_per_s"):  # ran out of memory: its verdict is in the table above
+                    continue
                 f = family(q["id"])
                 per[f]["stored"].append(b["tokens_per_s"] / m["tokens_per_s"] - 1)
                 per[f]["today"].append(q["tokens_per_s"] / m["tokens_per_s"] - 1)
