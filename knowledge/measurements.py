@@ -136,6 +136,7 @@ def all_measurements() -> tuple[Measurement, ...]:
     return tuple(load_published() + own + load_profile_rows())
 
 
+@lru_cache(maxsize=1)
 def load_bundled_profiles() -> dict[str, "Profile"]:
     """The profiles `advisor probe` wrote on the lent machines, by platform id (``h100x1``...)."""
     from knowledge.paths import BUNDLED_PROFILES

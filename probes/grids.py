@@ -999,6 +999,24 @@ def _heldout_families(hw: str, prefix: str, part: str) -> list[dict[str, Any]]:
     ]
 
 
+def _heldout_families_again(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The held-out families whose CPU time the fit's H100 host over-priced (MiniCPM3, GLM-4.7-Flash, PhiMoE,
+    EXAONE-MoE, Youtu) and the GPU-bound ones it under-priced (Hunyuan, Jais-2), again in a lease that first probes its
+    own host (``advisor probe``: its launch), with predictions stored before they run, with and without that profile."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("cpm3-lora-pt-mb2", "cpm3", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("glmlite-lora-pt-mb2-s1024", "glmlite", "finetune", method="lora", micro_batch_size=2, seq_len=1024, **pt),
+        c("cpm3-lora-pt-mb1-s1024", "cpm3", "finetune", method="lora", micro_batch_size=1, seq_len=1024, **pt),
+        c("phimoe-lora-pt-mb1-s1024", "phimoe", "finetune", method="lora", micro_batch_size=1, seq_len=1024, **pt),
+        c("exmoe-lora-ds-z0-mb2", "exmoe", "finetune", method="lora", micro_batch_size=2, **ds),
+        c("youtu-lora-pt-mb2", "youtu", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("hyd-lora-pt-mb2", "hyd", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("jais2-lora-pt-mb2", "jais2", "finetune", method="lora", micro_batch_size=2, **pt),
+    ]
+
+
 def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-Offload on one GPU with its CPU Adam on 1, 2, 4 and every core (OMP_NUM_THREADS, the case's
     ``omp_threads``): a step the host's optimizer dominates, to check the threads' term of the CPU Adam model in a
@@ -1135,6 +1153,7 @@ GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h100-scan-families-2": lambda: _scan_families_2("h100x1", "h100e2"),
                          "h100-heldout-families-a": lambda: _heldout_families("h100x1", "h100y", "a"),
                          "h100-heldout-families-b": lambda: _heldout_families("h100x1", "h100y", "b"),
+                         "h100-heldout-families-c": lambda: _heldout_families_again("h100x1", "h100y2"),
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),

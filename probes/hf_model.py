@@ -100,7 +100,10 @@ def attention_for(cfg: Any, want: str) -> str:
 
 
 # lists of layer numbers: Qwen-MoE's dense layers, Bamba's and LFM2's attention layers
-_LAYER_NUMBERS = ("mlp_only_layers", "attn_layer_indices", "full_attn_idxs")
+# lists of layer numbers (not one entry per layer, whatever their length): Qwen-MoE's dense layers, Jamba's and LFM2's
+# attention layers, Llama-4's MoE layers (a 4-layer model's [0, 1, 2, 3] read as one entry per layer made its 8-layer cut
+# half dense: the trace put four dense MLPs on top of its experts), Inkling's sliding layers
+_LAYER_NUMBERS = ("mlp_only_layers", "attn_layer_indices", "full_attn_idxs", "moe_layers", "local_layer_ids")
 # list-valued config keys that are not one entry per layer, whatever their length
 _NOT_PER_LAYER = frozenset({"architectures", "eos_token_id", "bos_token_id", "pad_token_id"})
 
@@ -132,7 +135,8 @@ def _cut_per_layer(cfg: dict[str, Any], index: list[int]) -> None:
     for k in _LAYER_NUMBERS:
         if isinstance(cfg.get(k), list) and cfg[k]:
             chosen = set(cfg[k])
-            cfg[k] = [j for j, i in enumerate(index) if i in chosen]
+            # a cut longer than the model repeats its layers, as the per-layer lists above do
+            cfg[k] = [j for j, i in enumerate(index) if i % layers in chosen]
 
 
 def layer_signatures(config: dict[str, Any]) -> list[tuple]:

@@ -647,3 +647,21 @@ def test_latent_attention_s_head_is_not_hidden_over_heads() -> None:
            "intermediate_size": 10240, "num_hidden_layers": 2, "vocab_size": 1000, "qk_nope_head_dim": 192,
            "qk_rope_head_dim": 64, "kv_lora_rank": 512}
     assert arch_from_hf_config(cfg, "glm").head_size == 256
+
+
+def test_lists_of_layer_numbers_are_cut_as_numbers() -> None:
+    """Llama-4's moe_layers names its MoE layers by number: a 4-layer model's [0, 1, 2, 3] read as one entry per
+    layer made its 8-layer cut half dense, and the trace put four dense MLPs on top of its experts (a LoRA step
+    predicted 47% slow on one H100). Cut as numbers, every layer of every cut is an MoE layer."""
+    from probes.hf_model import config_from_dict
+
+    cfg = {"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 128,
+           "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "vocab_size": 128, "num_local_experts": 4, "num_experts_per_tok": 1, "moe_layers": [0, 1, 2, 3]}
+    assert config_from_dict(cfg, 8).moe_layers == list(range(8))
+    assert config_from_dict(cfg, 2, layer_index=[1, 3]).moe_layers == [0, 1]
+    assert config_from_dict({**cfg, "moe_layers": [1, 3]}, 2, layer_index=[0, 3]).moe_layers == [1]
+    t = trace_model(cfg, TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=4))
+    # the experts' products (E stacked, one bmm each way) are the layer's, none left in the head
+    head = {(g.k, g.n) for g in t.head().gemms if g.phase == "fwd" and not g.adapter}
+    assert head == {(64, 128)}  # the LM head alone
