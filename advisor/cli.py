@@ -93,9 +93,9 @@ def _flag_type_hidden() -> None:
     """Help lists a flag without a type (`--json`, not `--json <bool>`): a flag takes no value."""
     from typer.core import TyperOption
 
-    original = TyperOption.display_type_rich
-    if getattr(original, "_advisor", False):
-        return
+    original = getattr(TyperOption, "display_type_rich", None)
+    if original is None or getattr(original, "_advisor", False):
+        return  # a typer without this hook (the lent GPU machines' typer: `advisor` crashed at import there)
 
     def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
         return None if getattr(self, "is_flag", False) else original(self, ctx)
