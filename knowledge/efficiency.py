@@ -61,6 +61,13 @@ class Efficiencies(BaseModel):
     wide_head_attention_fwd_eff: float = _p(0.164, "measured: fused attention forward with heads over 256, share of the matmul ceiling (Gemma-4, head 512, one H200 anatomy)", 0.005, 1)
     wide_head_attention_bwd_eff: float = _p(0.038, "measured: fused attention backward with heads over 256, share of the matmul ceiling (Gemma-4, head 512, one H200 anatomy)", 0.001, 1)
     masked_attention_factor: float = _p(0.71, "measured: with an explicit mask (a sliding window, from kv_length >= window on) SDPA runs cuDNN's masked kernel at 0.69-0.73 of the rate the unmasked fused kernel is priced at (StarCoder2-3B, s4096 and s8192, kernel times on one H100: probes/anatomy.py, logs/h100-anatomy-2-2026-11-24.jsonl)", 0.05, 1)
+    # measured (probes/gemm_alignment.py on one H100, 2026-11-27, logs/h100-gemm-alignment-2026-11-27.jsonl): a bf16 GEMM
+    # with a size that is no multiple of 8 (16 bytes: an odd vocabulary, Hunyuan-7B's 290,943, a tokenizer resized by
+    # one token) leaves the aligned tensor-core path: 98-119 TFLOP/s forward and 131-148 for the input's gradient against
+    # 707-816 for the aligned neighbour (n=5 shapes each); its anatomy: the GEMMs of a Hunyuan-7B LoRA step 0.31 s, 0.19
+    # predicted without this
+    unaligned_gemm_fwd_factor: float = _p(0.138, "measured (gemm_alignment, above): a 16-bit GEMM with a size not a multiple of 8 runs at this share of the aligned rate, forward (mean of 5 shapes, 0.124-0.158)", 0.01, 1)
+    unaligned_gemm_bwd_factor: float = _p(0.187, "measured (gemm_alignment, above): the same for the backward's products (the input's gradient, mean of 5 shapes, 0.164-0.199)", 0.01, 1)
     # measured (probes/eager_ops.py on the one-H200 host, 2026-11-27, logs/h200-eager-ops-2026-11-27.jsonl; tests/
     # benchmarks/eager_ops.py): tiny cuts (1 and 5 layers) of eight families at 512 and 2048 tokens, host-bound; their
     # CPU seconds per layer against the trace's kernels, least squares over the 16: 25.1 us per traced kernel of a Llama

@@ -665,3 +665,29 @@ def test_lists_of_layer_numbers_are_cut_as_numbers() -> None:
     # the experts' products (E stacked, one bmm each way) are the layer's, none left in the head
     head = {(g.k, g.n) for g in t.head().gemms if g.phase == "fwd" and not g.adapter}
     assert head == {(64, 128)}  # the LM head alone
+
+
+def test_a_gemm_with_a_size_not_a_multiple_of_8_runs_off_the_aligned_path() -> None:
+    """An odd vocabulary's LM head (Hunyuan-7B's 290,943; Granite's 49,155) runs at 14% of the aligned rate forward,
+    19% backward (probes/gemm_alignment.py, one H100): priced so, in the trace's products and in the hand count."""
+    from knowledge.catalog import resolve_platform
+    from knowledge.efficiency import Efficiencies
+    from knowledge.schema import ModelArch, TrainCase
+    from advisor.predictor import calibration_for
+    from models.operators import alignment_factor, training_operators
+    from models.setup import derive
+
+    eff = Efficiencies()
+    assert alignment_factor(4096, 32000, False, eff) == 1.0
+    assert alignment_factor(4096, 32001, False, eff) == eff.unaligned_gemm_fwd_factor < 0.2
+    assert alignment_factor(4097, 11008, True, eff) == eff.unaligned_gemm_bwd_factor < 0.25
+    c = calibration_for(resolve_platform("h100x1")).ceilings
+
+    def head_s(vocab: int) -> float:
+        arch = ModelArch(name="v", hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=8,
+                         num_key_value_heads=8, vocab_size=vocab)
+        case = TrainCase(id="v", hardware="h100x1", model="v", task="finetune", method="lora", engine="pytorch")
+        ops = training_operators(derive(case, arch, resolve_platform("h100x1")), eff, c)
+        return next(op.time_s for op in ops if op.name.startswith("LM head"))
+
+    assert head_s(32001) > 2 * head_s(32000)  # (the loss over the vocabulary, memory-bound, is in both)
