@@ -691,3 +691,15 @@ def test_a_gemm_with_a_size_not_a_multiple_of_8_runs_off_the_aligned_path() -> N
         return next(op.time_s for op in ops if op.name.startswith("LM head"))
 
     assert head_s(32001) > 2 * head_s(32000)  # (the loss over the vocabulary, memory-bound, is in both)
+
+
+def test_a_squared_relu_runs_in_fp32_as_on_a_gpu() -> None:
+    """torch.square is pow(x, 2) on a GPU, in CUDA autocast's fp32 list: Jais-2's squared-ReLU MLP keeps an fp32 copy of
+    its input (one H100: 52.2 GiB at mb 2 x 2k, where the bf16 trace counted 39.3)."""
+    cfg = {"model_type": "jais2", "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 128, "hidden_act": "relu2"}
+    v = TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=4)
+    squared, plain = (trace_model({**cfg, "hidden_act": act}, v) for act in ("relu2", "relu"))
+    # per token per layer, beyond a plain ReLU's bf16 output: pow's fp32 copy of it (4 B of the 256-wide MLP)
+    extra = squared.layer.saved_bytes.per_token - plain.layer.saved_bytes.per_token
+    assert extra == pytest.approx(4 * 256, rel=0.05)
