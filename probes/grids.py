@@ -1017,6 +1017,20 @@ def _heldout_families_again(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _memory_checks(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The day's memory changes on runs that had not informed them: ZeRO-3's gathered set on models with a big vocabulary
+    (Hunyuan-7B's 290,943, GLM-4-9B's 151,552; one GPU still gathers), and the hand count under recomputation, where the
+    loss's buffers and the rebuilt layer no longer add up (Llama-3.2-3B, vocabulary 128,256, PyTorch at mb 8)."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("hyd-lora-ds-z3-mb2", "hyd", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("glm-lora-ds-z3-mb2", "glm", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        _case(hw, f"{prefix}-l32-full-pt-rc-mb8", "llama3.2-3b", "pretrain", gpus=1, micro_batch_size=8, recompute=True,
+              **pt),
+    ]
+
+
 def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-Offload on one GPU with its CPU Adam on 1, 2, 4 and every core (OMP_NUM_THREADS, the case's
     ``omp_threads``): a step the host's optimizer dominates, to check the threads' term of the CPU Adam model in a
@@ -1154,6 +1168,7 @@ GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h100-heldout-families-a": lambda: _heldout_families("h100x1", "h100y", "a"),
                          "h100-heldout-families-b": lambda: _heldout_families("h100x1", "h100y", "b"),
                          "h100-heldout-families-c": lambda: _heldout_families_again("h100x1", "h100y2"),
+                         "h100-memory-checks": lambda: _memory_checks("h100x1", "h100m2"),
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
