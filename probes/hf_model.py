@@ -226,6 +226,9 @@ def build_model(
         # deepspeed.comm must see the torch process group, else zero.Init checks the batch product
         # against a world size of 1 and rejects any multi-GPU config
         deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+        # random weights only: an embedding's padding row, zeroed in place by transformers' init, is an empty shard
+        # under zero.Init (Hunyuan's pad id 0, GLM's 151,329, LFM2: IndexError); the row changes no speed nor memory
+        cfg.pad_token_id = None
         with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
         return model
