@@ -99,8 +99,7 @@ def attention_for(cfg: Any, want: str) -> str:
     return "sdpa" if cls is None or getattr(cls, "_supports_sdpa", True) else "eager"
 
 
-# lists of layer numbers: Qwen-MoE's dense layers, Bamba's and LFM2's attention layers
-# lists of layer numbers (not one entry per layer, whatever their length): Qwen-MoE's dense layers, Jamba's and LFM2's
+# lists of layer numbers (not one entry per layer, whatever their length): Qwen-MoE's dense layers, Bamba's and LFM2's
 # attention layers, Llama-4's MoE layers (a 4-layer model's [0, 1, 2, 3] read as one entry per layer made its 8-layer cut
 # half dense: the trace put four dense MLPs on top of its experts), Inkling's sliding layers
 _LAYER_NUMBERS = ("mlp_only_layers", "attn_layer_indices", "full_attn_idxs", "moe_layers", "local_layer_ids")
