@@ -87,6 +87,10 @@ def run(case_obj: dict, warmup: int) -> dict[str, Any]:
 
     for _ in range(warmup):
         step(False)
+    torch.cuda.synchronize()
+    # the build's and the first steps' peak (optimizer states created lazily, first gathers): what a run's max shows
+    mem["warmup_peak"] = _gib(torch.cuda.max_memory_allocated())
+    mem["warmup_reserved_peak"] = _gib(torch.cuda.max_memory_reserved())
     step(True)  # memory at each moment, after warm-up (optimizer states exist)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
