@@ -250,6 +250,22 @@ def activation_bytes(s: TrainSetup) -> float:
     return layer_part + head
 
 
+def zero3_saved_expert_bytes(s: TrainSetup) -> float:
+    """ZeRO-3 keeps every layer's gathered 16-bit expert weights alive from its forward to its backward.
+
+    DeepSpeed releases a gathered parameter by swapping its storage for an empty one, and its own linear function saves
+    the parameter itself; a MoE layer's stacked expert weights are no ``nn.Linear``: the products save views of them,
+    which hold the gathered storage. Anatomy on two H200s (knowledge/measurements/own/logs/h200x2-moe-zero3-anatomy-
+    2026-11-27.jsonl): Qwen1.5-MoE cut to 6 and 12 layers and OLMoE held 5.4, 11.2 and 11.3 GiB above the saved
+    activations at the end of forward, against 5.8, 11.6 and 12.0 of expert weights (0.97 and 0.75 GiB a layer); the same
+    12-layer model under ZeRO-2 held none, and the whole 24-layer model ran out of memory where 120 GiB was predicted.
+    With recomputation only the layer being rebuilt saves them."""
+    if s.case.engine != "deepspeed" or s.zero != 3:
+        return 0.0
+    per_layer = sum(lin.params for lin in linears(s.arch) if lin.experts > 1)
+    return per_layer * s.half_bytes * (1 if s.case.recompute else s.arch.num_hidden_layers)
+
+
 def rebuilt_layer_bytes(s: TrainSetup) -> float:
     """Hand count, recomputation: the activations of the one checkpointed layer backward rebuilds at a time (0 without
     recomputation, and with a trace, whose backward peak holds the rebuilt layer itself)."""
@@ -310,21 +326,24 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     act = activation_bytes(s)
     # the loss's buffers are freed once backward has passed the LM head, before the last layer is rebuilt: under
     # recomputation the hand count's rebuilt layer and the logits never coexist (Llama-2-7B, ZeRO-3, recomputation,
-    # mb 32 x 2k on one H100: 54.4 GiB measured, 66.2 predicted with both, 55.0 with the larger)
+    # mb 32 x 2k on one H100: 54.4 GiB measured, 66.2 predicted with both, 55.3 with the larger)
     rebuilt = rebuilt_layer_bytes(s)
     overlap = min(rebuilt, logits)
-    act, logits = act - overlap * (rebuilt <= logits), logits - overlap * (rebuilt > logits)
-    start = st.weights + st.autocast_cache + st.grads_kept + act + logits
-    forward = st.weights + st.autocast_cache + st.grads_kept + act + forward_peak_extra(s, st, eff)
+    if rebuilt <= logits:
+        act -= overlap
+    else:
+        logits -= overlap
+    # from forward to backward the weights include what ZeRO-3 cannot release (MoE experts' gathered weights)
+    held = st.weights + st.autocast_cache + zero3_saved_expert_bytes(s)
+    start = held + st.grads_kept + act + logits
+    forward = held + st.grads_kept + act + forward_peak_extra(s, st, eff)
     end = st.weights + max(st.grads_kept, st.grads_end)
     step = st.weights + max(st.grads_kept, st.grads_end if s.zero != 1 else st.grads_end / s.ranks) + st.step_extra
     if forward > max(start, end, step):
-        return TrainMemory(st.weights + st.autocast_cache, st.grads_kept, st.optimizer_states, act,
-                           forward - (st.weights + st.autocast_cache + st.grads_kept + act) + comm,
+        return TrainMemory(held, st.grads_kept, st.optimizer_states, act, forward - (held + st.grads_kept + act) + comm,
                            eff.workspace_gib * GiB, st.host)
     if start >= max(end, step):
-        return TrainMemory(st.weights + st.autocast_cache, st.grads_kept, st.optimizer_states, act, logits + comm,
-                           eff.workspace_gib * GiB, st.host)
+        return TrainMemory(held, st.grads_kept, st.optimizer_states, act, logits + comm, eff.workspace_gib * GiB, st.host)
     if end >= step:
         return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0, comm,
                            eff.workspace_gib * GiB, st.host)

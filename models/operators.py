@@ -178,8 +178,8 @@ def _llama_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Oper
             dequant = lin.params * eff.dequant_bytes_per_param / (c.memory_bps * eff.dequant_eff)
             t = gemm + dequant
         nbytes = lin.params * w_bytes + 2.0 * rows * (lin.in_features + lin.out_features)
-        # backward: the activation gradient (a GEMM of the same size; a quantized weight is dequantized
-        # again), plus the weight gradient only where the weight trains
+        # backward: the activation gradient (a GEMM of the same size, at the backward's alignment rate; a quantized
+        # weight is dequantized again: the forward's t less its GEMM), plus the weight gradient only where the weight trains
         ops.append(Operator(lin.name, "matmul", flops, nbytes, t,
                             backward_s=t - gemm + gemm_bwd * (1 + weights_train)))
         if s.is_lora and lin.name in s.lora_target_names:

@@ -1017,6 +1017,27 @@ def _heldout_families_again(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _heldout_families_2gpu() -> list[dict[str, Any]]:
+    """The thirteen held-out model types on two H200s, never run on two GPUs, stored before they run: routed experts
+    under ZeRO-3 (PhiMoE, EXAONE-MoE, AFMoE, Llama-4, GLM-4.7-Flash: each layer's gathered experts held until its
+    backward, counted since the anatomy of Qwen1.5-MoE and OLMoE, fitted on neither), ZeRO-2, PyTorch DDP, LoRA and full,
+    2k-4k tokens."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _pair_case("h200x2y", 150)
+    return [
+        c("phimoe-full-z3-mb1", "phimoe", "pretrain", micro_batch_size=1, zero_stage=3, **ds),
+        c("l4-lora-z3-mb1-s4096", "l4", "finetune", method="lora", micro_batch_size=1, seq_len=4096, zero_stage=3, **ds),
+        c("exmoe-full-z3-mb2", "exmoe", "pretrain", micro_batch_size=2, zero_stage=3, **ds),
+        c("afmoe-full-z3-rc-mb4", "afmoe", "pretrain", micro_batch_size=4, zero_stage=3, recompute=True, **ds),
+        c("glmlite-lora-z3-mb2", "glmlite", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("gemma1-full-z2-rc-mb2-s4096", "gemma1", "pretrain", micro_batch_size=2, seq_len=4096, zero_stage=2,
+          recompute=True, **ds),
+        c("hyd-lora-ddp-mb4", "hyd", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("jais2-full-z3-mb2-s4096", "jais2", "pretrain", micro_batch_size=2, seq_len=4096, zero_stage=3, **ds),
+        c("youtu-lora-z2-mb4-s4096", "youtu", "finetune", method="lora", micro_batch_size=4, seq_len=4096, zero_stage=2, **ds),
+    ]
+
+
 def _memory_checks(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The day's memory changes on runs that had not informed them: ZeRO-3's gathered set on models with a big vocabulary
     (Hunyuan-7B's 290,943, GLM-4-9B's 151,552; one GPU still gathers), and the hand count under recomputation, where the
@@ -1169,6 +1190,7 @@ GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h100-heldout-families-b": lambda: _heldout_families("h100x1", "h100y", "b"),
                          "h100-heldout-families-c": lambda: _heldout_families_again("h100x1", "h100y2"),
                          "h100-memory-checks": lambda: _memory_checks("h100x1", "h100m2"),
+                         "h200x2-heldout-families": _heldout_families_2gpu,
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
