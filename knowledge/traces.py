@@ -17,7 +17,7 @@ from pydantic import Field
 
 from knowledge.schema import Projection, Strict
 
-TRACE_SCHEMA = 14  # 14: torch.square in fp32 under autocast, as a GPU runs it (pow); 13: lists of layer numbers cut as numbers (Llama-4's moe_layers: read as one entry per layer, its longer cut was half dense); 12: a scan with a chunk longer than the traced steps (Mamba-2's 256) traced at 2, 3 and 4 chunks; 11: a long pattern's extra layer of a kind placed after the others (behind a trained layer), a config.json without layer_types cut with the whole model's (Gemma-3's full-attention layer); 10: the parameters the code reads outside their modules' forward (ZeRO-3 leaves them partitioned); 9: dropout as CUDA fuses it (one kernel, a 1-byte mask); 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 15  # 15: parameters a saved view holds (ZeRO-3 keeps their gathered copy: MoE experts); 14: torch.square in fp32 under autocast, as a GPU runs it (pow); 13: lists of layer numbers cut as numbers (Llama-4's moe_layers: read as one entry per layer, its longer cut was half dense); 12: a scan with a chunk longer than the traced steps (Mamba-2's 256) traced at 2, 3 and 4 chunks; 11: a long pattern's extra layer of a kind placed after the others (behind a trained layer), a config.json without layer_types cut with the whole model's (Gemma-3's full-attention layer); 10: the parameters the code reads outside their modules' forward (ZeRO-3 leaves them partitioned); 9: dropout as CUDA fuses it (one kernel, a 1-byte mask); 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -126,6 +126,8 @@ class ParamTrace(Strict):
     adapter: int = 0
     tensors_trainable_per_layer: float = 0.0  # gradient hooks DeepSpeed runs per layer
     modules_per_layer: float = 0.0  # leaf modules with parameters per layer (ZeRO-3 fetches)
+    zero3_retained_per_layer: float = 0.0  # parameter elements per layer whose storage a saved view holds (no nn.Linear):
+    # ZeRO-3 cannot release their gathered copy until the layer's backward
 
 
 class ArchTrace(Strict):

@@ -250,19 +250,25 @@ def activation_bytes(s: TrainSetup) -> float:
     return layer_part + head
 
 
-def zero3_saved_expert_bytes(s: TrainSetup) -> float:
-    """ZeRO-3 keeps every layer's gathered 16-bit expert weights alive from its forward to its backward.
+def zero3_retained_param_bytes(s: TrainSetup) -> float:
+    """Gathered parameters ZeRO-3 cannot release between a layer's forward and its backward.
 
-    DeepSpeed releases a gathered parameter by swapping its storage for an empty one, and its own linear function saves
-    the parameter itself; a MoE layer's stacked expert weights are no ``nn.Linear``: the products save views of them,
-    which hold the gathered storage. Anatomy on two H200s (knowledge/measurements/own/logs/h200x2-moe-zero3-anatomy-
-    2026-11-27.jsonl): Qwen1.5-MoE cut to 6 and 12 layers and OLMoE held 5.4, 11.2 and 11.3 GiB above the saved
-    activations at the end of forward, against 5.8, 11.6 and 12.0 of expert weights (0.97 and 0.75 GiB a layer); the same
-    12-layer model under ZeRO-2 held none, and the whole 24-layer model ran out of memory where 120 GiB was predicted.
-    With recomputation only the layer being rebuilt saves them."""
+    DeepSpeed releases a gathered parameter by giving it an empty storage, and its own linear function saves the
+    parameter itself; a product that saves a view of a parameter instead (a MoE layer's stacked experts, transposed for
+    a grouped GEMM) keeps the gathered 16-bit storage alive until the layer's backward. The trace records which
+    parameters a saved view holds (``zero3_retained_per_layer``); the hand count's only MoE, Mixtral, holds its experts.
+    Anatomy on two H200s (knowledge/measurements/own/logs/h200x2-moe-zero3-anatomy-2026-11-27.jsonl): Qwen1.5-MoE cut to
+    6 and 12 layers and OLMoE held 5.4, 11.2 and 11.3 GiB above the saved activations at the end of forward, against
+    5.8, 11.6 and 12.0 of experts (0.97 and 0.75 GiB a layer); the 12-layer cut under ZeRO-2 held none, and the whole
+    24-layer model ran out of memory where 120 GiB was predicted. Llama-4's experts, multiplied by ``bmm`` (which saves
+    the parameter itself), are released: its LoRA under ZeRO-3 peaked at 40.2 GiB on two H100s, 55.7 predicted with its
+    experts held (grid h200x2-heldout-families). With recomputation only the layer being rebuilt holds them."""
     if s.case.engine != "deepspeed" or s.zero != 3:
         return 0.0
-    per_layer = sum(lin.params for lin in linears(s.arch) if lin.experts > 1)
+    if s.trace is not None:
+        per_layer = s.trace.params.zero3_retained_per_layer
+    else:
+        per_layer = sum(lin.params for lin in linears(s.arch) if lin.experts > 1)
     return per_layer * s.half_bytes * (1 if s.case.recompute else s.arch.num_hidden_layers)
 
 
@@ -333,8 +339,8 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
         act -= overlap
     else:
         logits -= overlap
-    # from forward to backward the weights include what ZeRO-3 cannot release (MoE experts' gathered weights)
-    held = st.weights + st.autocast_cache + zero3_saved_expert_bytes(s)
+    # from forward to backward the weights include what ZeRO-3 cannot release (the gathered parameters saved views hold)
+    held = st.weights + st.autocast_cache + zero3_retained_param_bytes(s)
     start = held + st.grads_kept + act + logits
     forward = held + st.grads_kept + act + forward_peak_extra(s, st, eff)
     end = st.weights + max(st.grads_kept, st.grads_end)

@@ -581,10 +581,11 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     # bf16 autocast where the real run has it (Trainer(bf16=True), our PyTorch loop): without it PEFT's fp32 adapters
     # would save fp32 copies of their inputs
     amp = torch.autocast("cpu", dtype=torch.bfloat16) if v.autocast else contextlib.nullcontext()
+    retained = _Retained(model)
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
         with _mode(c), _as_on_a_gpu(), _cuda_autocast_fp32(), _zero3_linear(v.zero3):
-            with amp:
+            with amp, torch.autograd.graph.saved_tensors_hooks(retained.pack, lambda t: t):
                 loss = model(input_ids=ids, labels=ids).loss
             saved = c.live
             c.phase = "bwd"
@@ -592,7 +593,40 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
             del loss
     for h in hooks:
         h.remove()
-    return {"c": c, "saved": saved, "peak": c.peak, "outside": c.outside}
+    return {"c": c, "saved": saved, "peak": c.peak, "outside": c.outside, "retained": retained.elements()}
+
+
+# parameters below DeepSpeed's stage3_param_persistence_threshold stay whole on every rank (the config we write:
+# models.memory.STAGE3_PERSISTENCE_THRESHOLD): ZeRO-3 never releases them
+_PERSISTENT_ELEMENTS = 10 * 4096
+
+
+class _Retained:
+    """The parameters whose storage a tensor saved for backward holds, other than the parameter itself, outside every
+    ``nn.Linear``: under ZeRO-3, DeepSpeed releases a gathered parameter by giving it an empty storage, and its own linear
+    function saves the parameter itself, but a view saved by another product (a MoE layer's stacked experts, transposed
+    for a grouped GEMM) keeps the gathered storage alive until backward. Where the product saves the parameter itself
+    (Llama-4's experts, through ``bmm``), it is released."""
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        linear = {p.untyped_storage()._cdata for m in model.modules() if isinstance(m, torch.nn.Linear)
+                  for p in m.parameters(recurse=False)}
+        self.params = {p.untyped_storage()._cdata: p for p in model.parameters()
+                       if p.untyped_storage()._cdata not in linear and p.numel() > _PERSISTENT_ELEMENTS}
+        self.held: set[int] = set()
+
+    def pack(self, t: Any) -> Any:
+        if hasattr(t, "untyped_storage"):
+            key = t.untyped_storage()._cdata
+            p = self.params.get(key)
+            if p is not None and t is not p:
+                self.held.add(key)
+        return t
+
+    def elements(self) -> float:
+        return float(sum(self.params[k].numel() for k in self.held))
 
 
 def _poly(values: list[float], lengths: tuple[int, ...] = SEQS) -> Poly:
@@ -790,7 +824,8 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
             raise AdvisorError(f"LoRA targets {variant.lora_targets!r}: PEFT wraps {wrapped!r}, which its LoRA layer "
                                f"cannot run ({why}); name the projections instead: {', '.join(names)}") from None
         raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {why}") from None
-    return _part(runs, lengths), _params(model), used, set().union(*(r["outside"] for r in runs))
+    return (_part(runs, lengths), {**_params(model), "zero3_retained": max(r["retained"] for r in runs)}, used,
+            set().union(*(r["outside"] for r in runs)))
 
 
 def _failing_adapter(model: Any, tb: Any) -> str | None:
@@ -886,7 +921,8 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
                           quantizable=whole("quantizable"), largest=int(pa["largest"]),
                           trainable=whole("trainable"), adapter=whole("adapter"),
                           tensors_trainable_per_layer=per_layer["tensors_trainable"],
-                          modules_per_layer=per_layer["modules"]),
+                          modules_per_layer=per_layer["modules"],
+                          zero3_retained_per_layer=per_layer["zero3_retained"]),
         versions={"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__,
                   "peft": version("peft")},
         seconds=time.perf_counter() - t0,

@@ -703,3 +703,20 @@ def test_a_squared_relu_runs_in_fp32_as_on_a_gpu() -> None:
     # per token per layer, beyond a plain ReLU's bf16 output: pow's fp32 copy of it (4 B of the 256-wide MLP)
     extra = squared.layer.saved_bytes.per_token - plain.layer.saved_bytes.per_token
     assert extra == pytest.approx(4 * 256, rel=0.05)
+
+
+def test_parameters_a_saved_view_holds_are_recorded() -> None:
+    """Under ZeRO-3 a product that saves a view of a parameter (not the parameter itself) keeps its gathered copy:
+    Qwen2-MoE's stacked experts go to a grouped GEMM transposed, Llama-4's to ``bmm`` as they are; projections are
+    DeepSpeed's own linear's, and a dense model holds none."""
+    moe = {"model_type": "qwen2_moe", "hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 64,
+           "shared_expert_intermediate_size": 256, "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000}
+    l4 = {"model_type": "llama4_text", "hidden_size": 128, "intermediate_size": 256, "intermediate_size_mlp": 512,
+          "num_local_experts": 8, "num_experts_per_tok": 1, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 1000, "interleave_moe_layer_step": 1}
+    experts = 8 * 3 * 128 * 64  # gate, up and down of each expert
+    assert experts > trace_module._PERSISTENT_ELEMENTS
+    assert trace_model(moe, TraceVariant(trains="all")).params.zero3_retained_per_layer == experts
+    assert trace_model(l4, TraceVariant(trains="all")).params.zero3_retained_per_layer == 0
+    assert trace_model(QWEN3_TOY, TraceVariant(trains="all")).params.zero3_retained_per_layer == 0
