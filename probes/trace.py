@@ -596,25 +596,23 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     return {"c": c, "saved": saved, "peak": c.peak, "outside": c.outside, "retained": retained.elements()}
 
 
-# parameters below DeepSpeed's stage3_param_persistence_threshold stay whole on every rank (the config we write:
-# models.memory.STAGE3_PERSISTENCE_THRESHOLD): ZeRO-3 never releases them
-_PERSISTENT_ELEMENTS = 10 * 4096
-
-
 class _Retained:
     """The parameters whose storage a tensor saved for backward holds, other than the parameter itself, outside every
     ``nn.Linear``: under ZeRO-3, DeepSpeed releases a gathered parameter by giving it an empty storage, and its own linear
     function saves the parameter itself, but a view saved by another product (a MoE layer's stacked experts, transposed
     for a grouped GEMM) keeps the gathered storage alive until backward. Where the product saves the parameter itself
-    (Llama-4's experts, through ``bmm``), it is released."""
+    (Llama-4's experts, through ``bmm``), it is released. Parameters under the persistence threshold of the config we
+    write stay whole on every rank: ZeRO-3 never releases them."""
 
     def __init__(self, model: Any) -> None:
         import torch
 
+        from models.memory import STAGE3_PERSISTENCE_THRESHOLD
+
         linear = {p.untyped_storage()._cdata for m in model.modules() if isinstance(m, torch.nn.Linear)
                   for p in m.parameters(recurse=False)}
         self.params = {p.untyped_storage()._cdata: p for p in model.parameters()
-                       if p.untyped_storage()._cdata not in linear and p.numel() > _PERSISTENT_ELEMENTS}
+                       if p.untyped_storage()._cdata not in linear and p.numel() > STAGE3_PERSISTENCE_THRESHOLD}
         self.held: set[int] = set()
 
     def pack(self, t: Any) -> Any:

@@ -716,7 +716,9 @@ def test_parameters_a_saved_view_holds_are_recorded() -> None:
           "num_local_experts": 8, "num_experts_per_tok": 1, "num_hidden_layers": 2, "num_attention_heads": 4,
           "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 1000, "interleave_moe_layer_step": 1}
     experts = 8 * 3 * 128 * 64  # gate, up and down of each expert
-    assert experts > trace_module._PERSISTENT_ELEMENTS
+    from models.memory import STAGE3_PERSISTENCE_THRESHOLD
+
+    assert experts > STAGE3_PERSISTENCE_THRESHOLD
     assert trace_model(moe, TraceVariant(trains="all")).params.zero3_retained_per_layer == experts
     assert trace_model(l4, TraceVariant(trains="all")).params.zero3_retained_per_layer == 0
     assert trace_model(QWEN3_TOY, TraceVariant(trains="all")).params.zero3_retained_per_layer == 0

@@ -53,7 +53,7 @@ def main() -> None:
             held = zero3_retained_param_bytes(derive(case, arch, resolve_platform(case.hardware, case.gpus),
                                                      p.traces.trace(arch, case))) / 2**30
             ran = not m["oom"]
-            meas = f"{m['peak_mem_gib']:.1f}" if ran else f"OOM >{m['peak_mem_gib'] or 0:.0f}"
+            meas = f"{m['peak_mem_gib']:.1f}" if ran else ("OOM" + (f" >{m['peak_mem_gib']:.0f}" if m["peak_mem_gib"] else ""))
             cols = []
             for key, pred in (("stored", b), ("today", q.model_dump())):
                 cols.append(f"{pred['peak_mem_gib']:6.1f} {'fits' if pred['fits'] else 'no':4s}"
