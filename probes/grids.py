@@ -1038,6 +1038,24 @@ def _heldout_families_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _recommend_moe_2gpu() -> list[dict[str, Any]]:
+    """Two H100s: OLMoE pre-training at 2k, the configurations ``advisor recommend --hardware h100x2 --task pretrain
+    --model olmoe-1b-7b.json --seq-len 2048`` ranked 1, 2 and 5 (2026-11-27, with ZeRO-3's held experts counted; 3 and 4
+    offload), and ZeRO-3 without recomputation, where every layer's experts are held (a memory check). Predictions
+    stored before they run."""
+    ds = {"engine": "deepspeed", "_timeout_s": 120}
+
+    def c(cid: str, **kw: Any) -> dict[str, Any]:
+        return _case("h100x2", f"h100x2r-olmoe-{cid}", FAMILIES["olmoe"], "pretrain", gpus=2, seq_len=2048, **ds, **kw)
+
+    return [
+        c("r1-z3-rc-mb8", zero_stage=3, recompute=True, micro_batch_size=8),
+        c("r5-z3-rc-mb4", zero_stage=3, recompute=True, micro_batch_size=4),
+        c("r2-z3-rc-eager-mb8", zero_stage=3, recompute=True, flash_attention=False, micro_batch_size=8),
+        c("z3-mb2", zero_stage=3, micro_batch_size=2),
+    ]
+
+
 def _memory_checks(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The day's memory changes on runs that had not informed them: ZeRO-3's gathered set on models with a big vocabulary
     (Hunyuan-7B's 290,943, GLM-4-9B's 151,552; one GPU still gathers), and the hand count under recomputation, where the
@@ -1191,6 +1209,7 @@ GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h100-heldout-families-c": lambda: _heldout_families_again("h100x1", "h100y2"),
                          "h100-memory-checks": lambda: _memory_checks("h100x1", "h100m2"),
                          "h200x2-heldout-families": _heldout_families_2gpu,
+                         "h100x2-recommend-moe": _recommend_moe_2gpu,
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
