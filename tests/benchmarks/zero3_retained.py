@@ -9,6 +9,8 @@ layer's stacked experts), and the runs of 2026-11-27 that looked at it, each bes
   saves the parameter itself); the trace now says which parameters a saved view holds.
 - Anatomy on two H100s, stored by the trace that says so: PhiMoE (held), GPT-OSS (released), and Youtu on one and two
   ranks (its ZeRO-2 mb 4 x 4k ran out in the grid, ran in the anatomy: the same peak, the allocator's luck).
+- Grid h100x2-recommend-moe: ``recommend``'s picks 1, 2 and 5 of OLMoE pre-training on two H100s, and ZeRO-3 without
+  recomputation, predicted out for its held experts.
 
     python -m tests.benchmarks.zero3_retained > tests/benchmarks/zero3_retained.out.txt
 """
@@ -31,6 +33,7 @@ SETS = (  # (measurements, stored predictions, id prefix the measurement rows ad
     ("h100x2-anatomy-2026-11-27.jsonl", "h100-youtu-anatomy-2-predictions-2026-11-27.jsonl", "h100x2a-"),
     ("h100-anatomy-2026-11-27.jsonl", "h100-youtu-anatomy-predictions-2026-11-27.jsonl", "h100a-"),
     ("h100-anatomy-2026-11-27.jsonl", "h100-youtu-anatomy-2-predictions-2026-11-27.jsonl", "h100a-"),
+    ("h100x2-recommend-moe-2026-11-27.jsonl", "h100x2-recommend-moe-predictions-2026-11-27.jsonl", ""),
 )
 
 
