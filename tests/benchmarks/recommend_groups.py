@@ -1,6 +1,7 @@
 """What `advisor recommend` ranked first, run: each job's top-ranked configurations (ranks in the run ids) on one H100
 (two sets: eight jobs) and on two H200s, 2026-11-24, and Phi-3 LoRA with its default targets, Falcon-7B and GLM-4-9B
-LoRA (families never run before that day) on one H100, 2026-11-25;
+LoRA (families never run before that day) on one H100, 2026-11-25, and OLMoE pre-training on two H100s with ZeRO-3's held
+experts counted, 2026-11-27;
 predictions stored before each call (``knowledge/measurements/own/logs/<set>-predictions-<date>.jsonl``; the code that made them is the commit that added that file). Per
 job: did the configuration ranked first (the stored prediction's fastest fitting) run, and was it within 5% of the
 fastest measured? Runs that crashed for a reason of the harness (a package not carried) are not scored.
@@ -16,7 +17,7 @@ from collections import defaultdict
 from tests.benchmarks.stored_predictions import OWN, Pair, compare, lines, score
 
 SETS = {"h100-recommend-groups": "2026-11-24", "h100-recommend-groups-2": "2026-11-24", "h200x2-recommend-groups": "2026-11-24",
-        "h100-phi3-default-targets": "2026-11-25", "h100-recommend-unseen": "2026-11-25"}
+        "h100-phi3-default-targets": "2026-11-25", "h100-recommend-unseen": "2026-11-25", "h100x2-recommend-moe": "2026-11-27"}
 WITHIN = 0.05
 
 
