@@ -201,3 +201,24 @@ def test_cli_probe_failure_keeps_existing_file(tmp_path: Path, monkeypatch: pyte
     assert r.exit_code == 1 and "probe crashed" in r.stderr and "second line" not in r.stderr
     assert out.read_text() == "good\n" and not Path(f"{out}.bak").exists()
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
+
+
+def test_anatomy_rows_become_measurements_of_rank_0_with_failures_kept_apart() -> None:
+    """Each case's first anatomy row (rank 0) becomes a measurement row: the warm-up's peak, the timed step, a device OOM
+    kept as one, a crash dropped (it says nothing of speed or memory); the rows load as measurements."""
+    from knowledge.measurements import Measurement
+    from probes.anatomy import measurement_rows
+
+    cases = [{"id": c, "hardware": "h100x2", "model": "llama2-7b", "task": "pretrain", "gpus": 2} for c in ("a", "b", "c")]
+    ran = {"id": "a", "tokens_per_s": 1000.0, "step_s": 8.2, "memory_gib": {"warmup_peak": 40.5, "forward_end": 30.0}}
+    rows = measurement_rows(
+        [ran, {**ran, "tokens_per_s": 999.0}, {"id": "b", "failure": "device_oom", "error": "CUDA out of memory"},
+         {"id": "c", "failure": "crash", "error": "boom"}, {"id": "z", "tokens_per_s": 1.0}],
+        cases, {"gpu_name": "NVIDIA H100 80GB HBM3", "gpu_count": 2, "date": "2026-11-27T17:00:00+00:00",
+                "command": "bash probes/device_anatomy.sh cases.jsonl"}, "pre")
+    assert [r["case"]["id"] for r in rows] == ["pre-a", "pre-b"]
+    a, b = rows
+    assert a["measured"]["tokens_per_s"] == 1000.0 and a["measured"]["peak_mem_gib"] == 40.5 and not a["measured"]["oom"]
+    assert b["measured"]["oom"] and b["measured"]["tokens_per_s"] is None and b["measured"]["failure"] == "device_oom"
+    for r in rows:
+        Measurement.model_validate(r)
