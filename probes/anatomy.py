@@ -125,9 +125,11 @@ def run(case_obj: dict, warmup: int) -> dict[str, Any]:
 
 
 def measurement_rows(anatomy: list[dict], cases: list[dict], environment: dict, prefix: str) -> list[dict]:
-    """Rank 0's anatomy row of each case as a measurement row (``knowledge.measurements``): the peak from the build
-    through warm-up (max_memory_allocated, as ``probes.run_case`` reads it), the mean of the two timed steps, a device
-    OOM as one; ``prefix`` names the ids."""
+    """Rank 0's anatomy row of each case as a measurement row (``knowledge.schema.Measurement``, as ``probes.run_case``
+    writes them): the peak from the build through warm-up (max_memory_allocated, as ``probes.run_case`` reads it), the
+    mean of the two timed steps, a device OOM as one; ``prefix`` names the ids."""
+    from knowledge.schema import Measured, Measurement
+
     by_id = {c["id"]: c for c in cases}
     seen, out = set(), []
     for r in anatomy:
@@ -138,12 +140,13 @@ def measurement_rows(anatomy: list[dict], cases: list[dict], environment: dict, 
         if r.get("failure") and not oom:
             continue  # a crash says nothing of speed or memory
         mem = r.get("memory_gib") or {}
-        measured = {"oom": oom, "tokens_per_s": None if oom else r["tokens_per_s"],
-                    "step_time_s": None if oom else r["step_s"], "peak_mem_gib": mem.get("warmup_peak"),
-                    "error": r.get("error"), "failure": r.get("failure")}
-        out.append({"schema_version": 1, "dataset": "own", "source": "probes.anatomy",
-                    "case": {**by_id[r["id"]], "id": f"{prefix}-{r['id']}"}, "measured": measured,
-                    "environment": environment, "notes": "rank 0's anatomy row; each phase's memory in the anatomy log"})
+        measured = Measured(oom=oom, tokens_per_s=None if oom else r["tokens_per_s"],
+                            step_time_s=None if oom else r["step_s"], peak_mem_gib=mem.get("warmup_peak"),
+                            error=r.get("error"), failure=r.get("failure"))
+        row = Measurement(dataset="own", source="probes.anatomy", case={**by_id[r["id"]], "id": f"{prefix}-{r['id']}"},
+                          measured=measured, environment=environment,
+                          notes="rank 0's anatomy row; each phase's memory in the anatomy log")
+        out.append(row.model_dump(mode="json"))
     return out
 
 

@@ -329,11 +329,11 @@ def _family_case(hw: str, prefix: str) -> Any:
     return c
 
 
-def _pair_case(prefix: str, timeout_s: float) -> Any:
-    """The case maker of a two-GPU grid of the families: ``c(id, family, task, **fields)`` on h200x2."""
+def _pair_case(prefix: str, timeout_s: float, hw: str = "h200x2") -> Any:
+    """The case maker of a two-GPU grid of the families: ``c(id, family, task, **fields)`` on ``hw``."""
 
     def c(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
-        return _case("h200x2", f"{prefix}-{cid}", FAMILIES[model], task, gpus=2, **{"_timeout_s": timeout_s, **kw})
+        return _case(hw, f"{prefix}-{cid}", FAMILIES[model], task, gpus=2, **{"_timeout_s": timeout_s, **kw})
 
     return c
 
@@ -1018,7 +1018,8 @@ def _heldout_families_again(hw: str, prefix: str) -> list[dict[str, Any]]:
 
 
 def _heldout_families_2gpu() -> list[dict[str, Any]]:
-    """The thirteen held-out model types on two H200s, never run on two GPUs, stored before they run: routed experts
+    """The thirteen held-out model types on two H200s (the lease of 2026-11-27 ran them on two H100s), never run on two
+    GPUs, stored before they run: routed experts
     under ZeRO-3 (PhiMoE, EXAONE-MoE, AFMoE, Llama-4, GLM-4.7-Flash: each layer's gathered experts held until its
     backward, counted since the anatomy of Qwen1.5-MoE and OLMoE, fitted on neither), ZeRO-2, PyTorch DDP, LoRA and full,
     2k-4k tokens."""
@@ -1043,17 +1044,17 @@ def _recommend_moe_2gpu() -> list[dict[str, Any]]:
     --model olmoe-1b-7b.json --seq-len 2048`` ranked 1, 2 and 5 (2026-11-27, with ZeRO-3's held experts counted; 3 and 4
     offload), and ZeRO-3 without recomputation, where every layer's experts are held (a memory check). Predictions
     stored before they run."""
-    ds = {"engine": "deepspeed", "_timeout_s": 120}
+    pair = _pair_case("h100x2r", 120, "h100x2")
 
     def c(cid: str, **kw: Any) -> dict[str, Any]:
-        return _case("h100x2", f"h100x2r-olmoe-{cid}", FAMILIES["olmoe"], "pretrain", gpus=2, seq_len=2048, **ds, **kw)
+        return pair(f"olmoe-{cid}", "olmoe", "pretrain", engine="deepspeed", seq_len=2048, zero_stage=3, **kw)
 
     return [
-        c("r1-z3-rc-mb8", zero_stage=3, recompute=True, micro_batch_size=8),
-        c("r5-z3-rc-mb4", zero_stage=3, recompute=True, micro_batch_size=4),
-        c("r2-z3-rc-eager-mb8", zero_stage=3, recompute=True, flash_attention=False, micro_batch_size=8),
+        c("r1-z3-rc-mb8", recompute=True, micro_batch_size=8),
+        c("r5-z3-rc-mb4", recompute=True, micro_batch_size=4),
+        c("r2-z3-rc-eager-mb8", recompute=True, flash_attention=False, micro_batch_size=8),
         # a comparator no pick ranked ("x"; it ran as h100x2r-olmoe-z3-mb2, the campaign log keeps that name)
-        c("x-z3-mb2", zero_stage=3, micro_batch_size=2),
+        c("x-z3-mb2", micro_batch_size=2),
     ]
 
 
