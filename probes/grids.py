@@ -1199,7 +1199,40 @@ def _two_gpu_new_3(half: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
+def _study_settings(hw: str, p2p: bool) -> list[dict[str, Any]]:
+    """The study's own setting (Llama-2-7B, 350 tokens, DeepSpeed) on two lent GPUs, with NCCL_P2P_DISABLE=1 (the
+    command sets it; ``hardware`` is then ``probes/platforms/<hw>-p2p-off.json``: NCCL stages every hop in host memory,
+    as on the study's GeForce boxes) or with peer-to-peer on (the comparator): ZeRO-2/3, LoRA under ZeRO-3, ZeRO-Offload
+    of the optimizer and of the parameters, micro-batch 1 to 16. Do DeepSpeed's collectives reach the bus bandwidth
+    the probe measured with P2P off (87% of the staged ceiling), or the 8-13% the study's servers imply? Predictions
+    stored before they run."""
+    hardware = f"probes/platforms/{hw}-p2p-off.json" if not p2p else hw
+    prefix = f"{hw}{'' if p2p else 'n'}s"
+    ds = {"engine": "deepspeed", "seq_len": 350, "gpus": 2, "_steps": 3, "_warmup": 1, "_timeout_s": 240}
+
+    def c(cid: str, task: str = "pretrain", **kw: Any) -> dict[str, Any]:
+        return _case(hardware, f"{prefix}-7b-{cid}", "llama2-7b", task, **{**ds, **kw})
+
+    on_and_off = [
+        c("z3-mb1", zero_stage=3),
+        c("z2-mb1", zero_stage=2),
+        c("z2-offopt-mb1", zero_stage=2, offload="optimizer"),
+    ]
+    if p2p:
+        return on_and_off
+    return on_and_off + [
+        c("z3-offall-mb1", zero_stage=3, offload="optimizer+params"),
+        c("lora-z3-mb1", "finetune", method="lora", zero_stage=3),
+        c("z3-mb8", zero_stage=3, micro_batch_size=8),
+        c("z3-offall-rc-mb16", zero_stage=3, offload="optimizer+params", recompute=True, micro_batch_size=16),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
+                         "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
+                         "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
+                         "h100x2-study-p2p-on": lambda: _study_settings("h100x2", True),
+                         "h200x2-new-fam-3a": lambda: _two_gpu_new_3("a"),
                          "h200x2-new-fam-3b": lambda: _two_gpu_new_3("b"), "h200x2-new-fam-2a": lambda: _two_gpu_new_2("a"),
                          "h200x2-new-fam-2b": lambda: _two_gpu_new_2("b"), "h200x2-new-fam-a": lambda: _two_gpu_new("a"), "h200x2-new-fam-b": lambda: _two_gpu_new("b"),
                          "h200-new-arch": lambda: _new_arch("h200x1", "h200a"),
