@@ -57,6 +57,12 @@ def detect_hardware(name: str | None, count: int) -> str | None:
     return f"{gpu.id}x{count}" if gpu else None
 
 
+def names_own_platform(hardware: object) -> bool:
+    """A platform file or object in a grid says what nvidia-smi cannot (the box run with NCCL_P2P_DISABLE=1, say):
+    'auto' keeps it rather than the catalog id of the GPUs it finds."""
+    return isinstance(hardware, dict) or str(hardware).endswith(".json")
+
+
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
 
 
@@ -262,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     name, count = gpu_inventory()
     hw = {"auto": detect_hardware(name, count), "grid": None}.get(args.hardware, args.hardware)
     for c in cases:
-        if hw:
+        if hw and not (args.hardware == "auto" and names_own_platform(c["hardware"])):
             c["hardware"] = hw
     out = Path(args.out)
     out_file, log_file = out / "measurements.jsonl", out / "campaign.log"

@@ -213,6 +213,15 @@ def test_grids_are_valid_cases() -> None:
             assert resolve_platform(case.hardware).count >= (getattr(case, "gpus", None) or 1)
 
 
+def test_auto_hardware_keeps_a_grids_platform_file(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the P2P-off rows of 2026-11-27 came back labelled h200x2: 'auto' had replaced the grid's platform file
+    monkeypatch.setattr(campaign, "gpu_inventory", lambda: ("NVIDIA H200", 2))
+    assert campaign.main(["--grid", "h200x2-study-p2p-off", "--out", "/nonexistent/x", "--dry-run"]) == 0
+    assert campaign.main(["--grid", "h200x2-study-p2p-on", "--out", "/nonexistent/y", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("probes/platforms/h200x2-p2p-off.json") >= 7 and '"hardware": "h200x2"' in out
+
+
 def test_campaign_dry_run_uses_torchrun_for_two_gpus(capsys: pytest.CaptureFixture[str]) -> None:
     assert campaign.main(["--grid", "h200x2", "--out", "/nonexistent/x", "--dry-run", "--hardware", "grid"]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("h200x2-")]
