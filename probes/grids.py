@@ -1206,8 +1206,8 @@ def _study_settings(hw: str, p2p: bool) -> list[dict[str, Any]]:
     of the optimizer and of the parameters, micro-batch 1 to 16. Do DeepSpeed's collectives reach the bus bandwidth
     the probe measured with P2P off (87% of the staged ceiling), or the 8-13% the study's servers imply? Predictions
     stored before they run. Ran 2026-11-27 on two H200s in three calls (the first three P2P-off cases under torchrun's
-    one OpenMP thread per rank, the rest with OMP_NUM_THREADS=16; each row records its threads): the bus bandwidth
-    (tests/benchmarks/study_p2p_off.out.txt)."""
+    one OpenMP thread per rank, the rest with OMP_NUM_THREADS=16; each row records its threads): DeepSpeed reached the
+    probed P2P-off bus bandwidth (tests/benchmarks/study_p2p_off.out.txt)."""
     hardware = f"probes/platforms/{hw}-p2p-off.json" if not p2p else hw
     prefix = f"{hw}{'' if p2p else 'n'}s"
     ds = {"engine": "deepspeed", "seq_len": 350, "gpus": 2, "_steps": 3, "_warmup": 1, "_timeout_s": 240}

@@ -10,28 +10,24 @@ predictions stored before the runs beside them). Printed per run: measured token
 the same case with the OpenMP threads the run had (the first three ran under torchrun's default of 1 per rank: the
 stored predictions assumed the launch line's 16); peak GPU memory and the node's host RAM rise against today's code.
 
-    python tests/benchmarks/study_p2p_off.py > tests/benchmarks/study_p2p_off.out.txt
+    python -m tests.benchmarks.study_p2p_off > tests/benchmarks/study_p2p_off.out.txt
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import warnings
-from pathlib import Path
+
+from tests.benchmarks.stored_predictions import OWN, lines
 
 warnings.filterwarnings("ignore")
 
-ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT / "knowledge" / "measurements" / "own" / "logs"
+ROOT = OWN.parents[2]
+LOGS = OWN / "logs"
 ROWS = LOGS / "h200x2-study-p2p-2026-11-27.jsonl"
 STORED = {"fit": ("h200x2-study-p2p-off-predictions-2026-11-27.jsonl", "h200x2-study-p2p-on-predictions-2026-11-27.jsonl"),
           "profile": ("h200x2-study-p2p-off-profiled-predictions-2026-11-27.jsonl",
                       "h200x2-study-p2p-on-profiled-predictions-2026-11-27.jsonl")}
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 def _err(pred: float | None, meas: float) -> float | None:
@@ -50,11 +46,11 @@ def main() -> None:
     from knowledge.schema import TrainCase
 
     os.chdir(ROOT)  # the P2P-off rows name their platform file relative to the repository
-    stored = {k: {p["id"]: p for f in files for p in _lines(LOGS / f)} for k, files in STORED.items()}
+    stored = {k: {p["id"]: p for f in files for p in lines(LOGS / f)} for k, files in STORED.items()}
     predictors = {"fit": Predictor(), "profile": Predictor(profile=load_profile_checked("h200x2"))}
     errs: dict[str, list[float]] = {}
     print(f"{'run':34s} {'omp':>3s} {'tok/s':>6s} | stored: fit  profile | today: fit  profile | GPU GiB meas/today  host GiB meas/today")
-    for row in _lines(ROWS):
+    for row in lines(ROWS):
         case, m = row["case"], row["measured"]
         threads = row["environment"]["omp_threads"]
         user = TrainCase.model_validate({**case, "omp_threads": threads})
