@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from knowledge.deepspeed_releases import STUDY_RELEASE
 from knowledge.schema import Measured, Measurement
 from knowledge.store import read_jsonl
 
@@ -74,7 +75,7 @@ def load_published() -> list[Measurement]:
                 case.update(
                     id=f"{path.stem}:{n}", hardware=_PLATFORM[r["platform"]], model=r["model"],
                     micro_batch_size=int(r["batch_size"]), seq_len=int(r["seq_len"]),
-                    omp_threads=STUDY_OMP_THREADS,
+                    omp_threads=STUDY_OMP_THREADS, deepspeed_version=STUDY_RELEASE,
                 )
                 oom = r["oom"].strip().lower() == "true"
                 measured = Measured(

@@ -8,6 +8,7 @@ rename or drop a field. Units are in the field names (``_gib``, ``_s``, ``_gbs``
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -238,6 +239,9 @@ class TrainCase(_CaseBase):
     # sets, the node's cores shared out over its ranks; torchrun sets 1; the DeepSpeed launcher leaves it unset,
     # so each rank takes every core)
     omp_threads: int | None = Field(default=None, ge=1, le=1 << 16)
+    # The DeepSpeed release that runs the case, MAJOR.MINOR[.PATCH] (None: the one the advisor pins and writes configs
+    # for, 0.19.8). Releases differ in what ZeRO-Offload keeps on the GPU (``models.setup.offload_grads_pile_up``)
+    deepspeed_version: str | None = Field(default=None, max_length=20)
 
     @model_validator(mode="before")
     @classmethod
@@ -249,6 +253,13 @@ class TrainCase(_CaseBase):
             if data.get("quantization") is None:
                 data["quantization"] = "nf4" if data.get("method") == "qlora" else "none"
         return data
+
+    @field_validator("deepspeed_version")
+    @classmethod
+    def _release(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"\d{1,3}\.\d{1,3}(\.\d{1,3})?", v):
+            raise ValueError(f"{v!r} is not a release: MAJOR.MINOR[.PATCH], e.g. 0.19.8 (the pinned one) or 0.12")
+        return v
 
     @field_validator("lora_targets")
     @classmethod

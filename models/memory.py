@@ -156,8 +156,8 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # (probes/anatomy.py, P = 1.72 B): 14P after the step, 16P at the end of backward, 24P at the step's peak.
         return ModelStates(t * half + frozen, 0.0, 0.0, t * half, t * 12.0, 0.0, t * 8.0)
     if z in (1, 2):
-        if s.offload_optimizer:  # gradients stream to the host bucket by bucket
-            return ModelStates(t * half + frozen, 0.0, 0.0, 0.0, 0.0, 0.0)
+        if s.offload_optimizer:  # gradients stream to the host bucket by bucket, freed as the GPU copies them out
+            return ModelStates(t * half + frozen, 0.0, 0.0, t * half if s.offload_grads_piled else 0.0, 0.0, 0.0)
         # ZeRO-1 holds every 16-bit gradient until the reduction at the accumulation boundary, ZeRO-2
         # only its partition. The fp32 gradient partition and a flat 16-bit copy exist during the step
         # only (own rows: 3B ZeRO-1 on one H100 peaks at 22 B/param, 7B ZeRO-1/2 on two H200 at 75.4 GiB).
@@ -353,7 +353,8 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     if start >= max(end, step):
         return TrainMemory(held, st.grads_kept, st.optimizer_states, act, logits + comm, eff.workspace_gib * GiB, st.host)
     if end >= step:
-        return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0, comm,
+        return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0,
+                           0.0 if s.offload_grads_piled else comm,
                            eff.workspace_gib * GiB, st.host)
     # at the step the reduce buckets are the flat gradient copy already counted (tinyllama on one H100:
     # ZeRO-0, whose BF16_Optimizer has no buckets, and ZeRO-2 peak at the same 32.1 GiB)

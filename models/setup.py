@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge.deepspeed_releases import offload_grads_pile_up
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, TrainCase
 from knowledge.traces import ArchTrace
@@ -65,6 +66,14 @@ class TrainSetup:
     @property
     def offload_params(self) -> bool:
         return self.case.offload == "optimizer+params"
+
+    @property
+    def offload_grads_piled(self) -> bool:
+        """ZeRO-1/2 with the optimizer offloaded, under a release whose 16-bit gradients pile up on the GPU until the GPU has
+        copied them out (``knowledge.deepspeed_releases.offload_grads_pile_up``): about every one is allocated at the
+        end of backward, and no reduce bucket beside them (Llama-3.2-3B and Llama-2-7B on two H200s peak at their
+        weights plus their 16-bit gradients, 11.97 and 25.1 GiB, within 0.05 GiB)."""
+        return self.zero in (1, 2) and self.offload_optimizer and offload_grads_pile_up(self.case.deepspeed_version)
 
     @property
     def lora_target_names(self) -> tuple[str, ...]:

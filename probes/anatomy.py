@@ -45,7 +45,43 @@ def _gib(n: float) -> float:
     return round(n / 2**30, 3)
 
 
-def run(case_obj: dict, warmup: int) -> dict[str, Any]:
+def phase_walls(step_phases: Any, sync: Any) -> dict[str, float]:
+    """Wall seconds of forward, backward and the optimizer step of one step, the GPU drained after each."""
+    out: dict[str, float] = {}
+    for name, phase in step_phases:
+        sync()
+        t0 = time.perf_counter()
+        phase()
+        sync()
+        out[name] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+def cpu_top(run_step: Any, sync: Any, n: int = 40) -> dict[str, Any]:
+    """One step under cProfile: the wall it took so (the profiler's own cost included) and the functions that held the
+    CPU longest by their own time, with their calls: what a CPU-bound step spends its host time on."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    sync()
+    t0 = time.perf_counter()
+    prof.enable()
+    run_step()
+    sync()
+    prof.disable()
+    wall = time.perf_counter() - t0
+    stats = pstats.Stats(prof)
+    def listed(key: int, count: int) -> list[dict[str, Any]]:  # (file, line, name) -> (cc, nc, tt, ct, callers)
+        rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][key])[:count]
+        return [{"fn": f"{k[0].split('site-packages/')[-1]}:{k[1]}:{k[2]}"[-140:], "calls": v[1],
+                 "tottime_s": round(v[2], 5), "cumtime_s": round(v[3], 5)} for k, v in rows]
+
+    return {"wall_s": round(wall, 4), "total_tt_s": round(sum(v[2] for v in stats.stats.values()), 4),
+            "top": listed(2, n), "top_cumulative": listed(3, 2 * n)}
+
+
+def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any]:
     import torch
     from pydantic import TypeAdapter
     from torch.profiler import ProfilerActivity, profile
@@ -98,6 +134,14 @@ def run(case_obj: dict, warmup: int) -> dict[str, Any]:
         step(False)
     torch.cuda.synchronize()
     wall = (time.perf_counter() - t0) / 2
+    extra: dict[str, Any] = {}
+    if cpu_profile:  # each phase's wall alone, then a step's host time by function
+        assert case.grad_accum == 1, "--cpu-profile times one micro-batch a step"
+        box: dict[str, Any] = {}
+        extra["phase_s"] = phase_walls((("forward", lambda: box.update(loss=fwd(x, True))),
+                                        ("backward", lambda: bwd(box.pop("loss"), True)),
+                                        ("optimizer", lambda: opt_step(True))), torch.cuda.synchronize)
+        extra["cpu_profile"] = cpu_top(lambda: step(False), torch.cuda.synchronize)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step(False)
         torch.cuda.synchronize()
@@ -120,7 +164,7 @@ def run(case_obj: dict, warmup: int) -> dict[str, Any]:
         "kernel_s": busy, "kernels": count, "idle_s": max(wall - busy, 0.0),
         "by_kind_s": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
         "top": [{"name": n[:160], "s": s, "calls": c, "kind": kind_of(n)} for n, (s, c) in top],
-        "memory_gib": mem, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+        "memory_gib": mem, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, **extra,
     }
 
 
@@ -158,11 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--cpu-profile", action="store_true", help="also each phase's wall and one step under cProfile")
     args = ap.parse_args(argv)
     _quiet()
     case_obj = load_json_arg(args.case)
     try:
-        row = run(case_obj, args.warmup)
+        row = run(case_obj, args.warmup, args.cpu_profile)
     except Exception as e:
         row = {"id": case_obj.get("id"), "failure": "device_oom" if is_oom(e) else "crash",
                "error": f"{type(e).__name__}: {one_line(e)}"}

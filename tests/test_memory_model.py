@@ -78,11 +78,15 @@ def test_zero1_keeps_the_full_16bit_gradients_until_the_reduction():
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("n", COUNTS)
 def test_zero2_offload_gpu_states_match_deepspeed_and_host_is_the_measured_model(model, n):
-    s = setup(model, n, zero_stage=2, offload="optimizer")
+    # DeepSpeed's estimator (2P on the GPU) is the study's 2023 release; the pinned one adds every 16-bit gradient
+    # at the end of backward (knowledge.deepspeed_releases), measured on two H200s
+    s = setup(model, n, zero_stage=2, offload="optimizer", deepspeed_version="0.12")
     st = model_state_bytes(s)
     ds_cpu, ds_gpu = estimate_zero2_model_states_mem_needs(
         total_params=s.params.total, num_gpus_per_node=n, num_nodes=1, cpu_offload=True, additional_buffer_factor=1.0)
     assert st.weights + max(st.grads_kept, st.grads_end) + st.optimizer_states == pytest.approx(ds_gpu, rel=0.02)
+    now = model_state_bytes(setup(model, n, zero_stage=2, offload="optimizer"))
+    assert now.weights + now.grads_end == pytest.approx(ds_gpu + 2 * s.params.total, rel=0.02)
     # host: per rank two pinned fp32 partitions (rounded up to a power of two), pageable Adam moments,
     # the staging copy, and the processes (1.4 GiB each)
     local = s.params.total / n
@@ -413,3 +417,24 @@ def test_zero3_keeps_each_layers_gathered_expert_weights_until_its_backward():
     case = TrainCase.model_validate(l4["case"])
     assert p.traces.trace(resolve_model(case.model), case).params.zero3_retained_per_layer == 0
     assert p.predict(case).peak_mem_gib == pytest.approx(l4["measured"]["peak_mem_gib"], rel=0.04)
+
+
+def test_zero2_offload_under_the_pinned_release_peaks_at_weights_plus_every_16bit_gradient():
+    """ZeRO-2 with the optimizer offloaded at 350 tokens (knowledge.deepspeed_releases): Llama-3.2-3B on one and two
+    H200s and Llama-2-7B on two peak at their weights plus their 16-bit gradients; the study's release held none."""
+    import json
+    from pathlib import Path
+
+    from advisor.predictor import Predictor
+
+    logs = Path(__file__).resolve().parents[1] / "knowledge/measurements/own/logs"
+    anatomy = [(r["case"], r["memory_gib"]["warmup_peak"])
+               for r in map(json.loads, (logs / "h200x2-z2off-anatomy-2026-11-27.jsonl").read_text().splitlines())]
+    runs = [(r["case"], r["measured"]["peak_mem_gib"])
+            for r in map(json.loads, (logs / "h200x2-study-p2p-2026-11-27.jsonl").read_text().splitlines())
+            if r["case"]["zero_stage"] == 2 and r["case"]["offload"] == "optimizer" and r["measured"].get("peak_mem_gib")]
+    assert len(anatomy) == 3 and runs
+    for case, peak_gib in anatomy + runs:
+        assert Predictor().predict(TrainCase.model_validate(case)).peak_mem_gib == pytest.approx(peak_gib, rel=0.04)
+        older = TrainCase.model_validate({**case, "deepspeed_version": "0.12"})
+        assert Predictor().predict(older).peak_mem_gib < 0.8 * peak_gib
