@@ -98,6 +98,14 @@ def check_profile(profile: Profile, platform: PlatformSpec) -> str | None:
     return None
 
 
+# The host's Python per call: a kernel's dispatch, a ZeRO-3 module hook, a ZeRO-1/2 gradient hook, the step's loops over
+# tensors and its bookkeeping. All run on the same core, so a host whose launch is slower is slower at each by the same
+# scale: on a two-H100 host (32 cores) ZeRO-3 steps of Qwen3-4B bound by the hooks took 1.45x what the fit's hook cost
+# says (LoRA mb 1 and 4, full mb 1: 1.93 / 1.93 / 1.31 s against 1.48 / 1.50 / 0.92, probes.anatomy --cpu-profile,
+# logs/h100x2-anatomy-19-2026-11-27.jsonl), the H100 hosts' launch being 1.6x the H200 hosts' (bundled profiles)
+HOST_CPU_COSTS = ("kernel_time_s", "zero3_module_overhead_s", "zero12_hook_s", "ds_step_tensor_s", "step_overhead_s")
+
+
 def host_dispatch_scale(launch_s: float | None, reference_launch_s: float | None, exponent: float) -> float:
     """How much longer than on the fit's hosts each launched kernel keeps this host's CPU busy:
     (measured launch / the probed hosts' launch) ** ``exponent`` (1 where either was not measured).
@@ -136,7 +144,7 @@ def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, ne
         # wrong way; with each platform held out that refit made the profile cost 1.2 points, 15.4% -> 16.6%, n=56)
         reference = base.ratios.launch_s if new_machine else learned_launch_s
         scale = host_dispatch_scale(ratios.launch_s, reference, eff.dispatch_launch_exponent)
-        eff = eff.model_copy(update={"kernel_time_s": eff.kernel_time_s * scale})
+        eff = eff.model_copy(update={name: getattr(eff, name) * scale for name in HOST_CPU_COSTS})
         measured["kernel_dispatch_scale"] = scale
     # the probe read this node's usable RAM (MemTotal or the cgroup limit)
     host = profile.host.usable_ram_gib if same_host and profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
