@@ -240,7 +240,7 @@ class TrainCase(_CaseBase):
     # so each rank takes every core)
     omp_threads: int | None = Field(default=None, ge=1, le=1 << 16)
     # The DeepSpeed release that runs the case, MAJOR.MINOR[.PATCH] (None: the one the advisor pins and writes configs
-    # for, 0.19.8). Releases differ in what ZeRO-Offload keeps on the GPU (``models.setup.offload_grads_pile_up``)
+    # for, 0.19.8). Releases differ in what ZeRO-Offload keeps on the GPU (``knowledge.deepspeed_releases``)
     deepspeed_version: str | None = Field(default=None, max_length=20)
 
     @model_validator(mode="before")

@@ -72,6 +72,7 @@ def cpu_top(run_step: Any, sync: Any, n: int = 40) -> dict[str, Any]:
     prof.disable()
     wall = time.perf_counter() - t0
     stats = pstats.Stats(prof)
+
     def listed(key: int, count: int) -> list[dict[str, Any]]:  # (file, line, name) -> (cc, nc, tt, ct, callers)
         rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][key])[:count]
         return [{"fn": f"{k[0].split('site-packages/')[-1]}:{k[1]}:{k[2]}"[-140:], "calls": v[1],
