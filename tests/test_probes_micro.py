@@ -222,3 +222,31 @@ def test_anatomy_rows_become_measurements_of_rank_0_with_failures_kept_apart() -
     assert b["measured"]["oom"] and b["measured"]["tokens_per_s"] is None and b["measured"]["failure"] == "device_oom"
     for r in rows:
         Measurement.model_validate(r)
+
+
+def test_anatomy_cpu_profile_names_the_function_that_held_the_host_and_times_each_phase() -> None:
+    """``--cpu-profile``: each phase's wall with the device drained around it, and the step's host time by function,
+    the heaviest first (the anatomy of a hook-bound ZeRO-3 step reads the hooks' calls from it)."""
+    import time
+
+    from probes.anatomy import cpu_top, phase_walls
+
+    drained: list[str] = []
+    box: dict = {}
+    walls = phase_walls((("forward", lambda: box.update(loss=time.sleep(0.02))), ("backward", lambda: box.pop("loss"))),
+                        lambda: drained.append("sync"))
+    assert list(walls) == ["forward", "backward"] and walls["forward"] >= 0.02 > walls["backward"]
+    assert drained == ["sync"] * 4 and not box
+
+    def busy_hook() -> None:
+        sum(i * i for i in range(20_000))
+
+    def step() -> None:
+        for _ in range(30):
+            busy_hook()
+
+    top = cpu_top(step, lambda: None, n=5)
+    assert top["wall_s"] > 0 and len(top["top"]) <= 5 and len(top["top_cumulative"]) <= 10
+    hook = next(r for r in top["top_cumulative"] if r["fn"].endswith(":busy_hook"))
+    assert hook["calls"] == 30 and hook["cumtime_s"] <= top["wall_s"]
+    assert top["top"] == sorted(top["top"], key=lambda r: -r["tottime_s"])
