@@ -40,13 +40,15 @@ def hook_bound(costs: tuple[str, ...]) -> None:
     """Each ZeRO-3 row's step-time error with its host's profile (the bundled h100x1 one where none was taken)."""
     saved, calibration.HOST_CPU_COSTS = calibration.HOST_CPU_COSTS, costs
     try:
+        # one predictor per profile, built under the scaling being compared (its calibration is built on first use)
+        predictors = {grid: Predictor(load_profile_checked(str(path))) for grid, path in FRESH.items()}
+        bundled = Predictor(load_profile_checked("h100x1"))
         errs = []
         for r in rows():
             c = r["case"]
             if c.get("zero_stage") != 3:
                 continue
-            profile = FRESH.get(c["id"][:3])
-            q = Predictor(load_profile_checked(str(profile) if profile else "h100x1")).predict(TrainCase.model_validate(c))
+            q = predictors.get(c["id"][:3], bundled).predict(TrainCase.model_validate(c))
             errs.append(q.tokens_per_s / r["measured"]["tokens_per_s"] - 1)
         print(f"  the profile scales {', '.join(costs)}: tokens/s MAPE {100 * statistics.mean(map(abs, errs)):.1f}% "
               f"(mean signed {100 * statistics.mean(errs):+.1f}%, n={len(errs)})")
