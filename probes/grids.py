@@ -317,6 +317,22 @@ FAMILIES = {
     "exmoe": CONFIGS + "exaone-moe-defaults-8l.json",
     "glmlite": CONFIGS + "glm4-moe-lite-defaults-12l.json",
     "afmoe": CONFIGS + "afmoe-defaults-12l.json",
+    # 2026-11-28: eleven model types never run, as transformers 5.17's default configs (MoE ones cut to a few layers;
+    # DeepSeek-V3's code at a 16B-A3B model's sizes), predicted before they run by the fit whose probe cut models carry
+    # their own host factor: a small GPT (nanochat), multi-query GPT-BigCode, sliding-window Granite, HyperCLOVA X,
+    # routed experts of five kinds (Mellum, Laguna, FlexOlmo, MiniMax-M2, ZAYA, Solar-Open) and latent attention with
+    # routed and shared experts (DeepSeek-V3)
+    "nano": CONFIGS + "nanochat-defaults.json",
+    "bigcode": CONFIGS + "gpt-bigcode-defaults.json",
+    "gswa": CONFIGS + "granite-swa-defaults.json",
+    "hcx": CONFIGS + "hyperclovax-defaults.json",
+    "mellum": CONFIGS + "mellum-defaults-12l.json",
+    "laguna": CONFIGS + "laguna-defaults-8l.json",
+    "flexolmo": CONFIGS + "flex-olmo-defaults-4l.json",
+    "mm2": CONFIGS + "minimax-m2-defaults-4l.json",
+    "zaya": CONFIGS + "zaya-defaults-12l.json",
+    "solar": CONFIGS + "solar-open-defaults-6l.json",
+    "dsv3": CONFIGS + "deepseek-v3-small.json",
 }
 
 
@@ -1039,6 +1055,47 @@ def _heldout_families_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _unrun_families() -> list[dict[str, Any]]:
+    """Eleven model types never run (``FAMILIES`` nano ... dsv3) on one H100, stored before they run: PyTorch/PEFT and
+    DeepSpeed ZeRO-2, LoRA, QLoRA and full, host-bound small models and GPU-bound ones, 1k-4k tokens."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case("h100x1", "h100un")
+    return [
+        c("nano-full-pt-mb8", "nano", "pretrain", micro_batch_size=8, **pt),
+        c("dsv3-lora-pt-mb2", "dsv3", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("hcx-lora-ds-z2-mb1", "hcx", "finetune", method="lora", micro_batch_size=1, zero_stage=2, **ds),
+        c("gswa-full-ds-z2-rc-mb4", "gswa", "pretrain", micro_batch_size=4, zero_stage=2, recompute=True, **ds),
+        c("laguna-lora-pt-mb2", "laguna", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("zaya-lora-pt-mb2", "zaya", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("bigcode-full-ds-z2-mb8-s1024", "bigcode", "pretrain", micro_batch_size=8, seq_len=1024, zero_stage=2, **ds),
+        c("hcx-qlora-pt-mb2", "hcx", "finetune", method="qlora", micro_batch_size=2, **pt),
+        c("mellum-lora-pt-mb2", "mellum", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("mm2-lora-pt-mb1", "mm2", "finetune", method="lora", micro_batch_size=1, **pt),
+        c("nano-lora-pt-mb4-s1024", "nano", "finetune", method="lora", micro_batch_size=4, seq_len=1024, **pt),
+        c("solar-lora-pt-mb2", "solar", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("flexolmo-lora-pt-mb2", "flexolmo", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("dsv3-lora-ds-z2-mb4-s1024", "dsv3", "finetune", method="lora", micro_batch_size=4, seq_len=1024, zero_stage=2, **ds),
+        c("gswa-lora-pt-mb1-s4096", "gswa", "finetune", method="lora", micro_batch_size=1, seq_len=4096, **pt),
+    ]
+
+
+def _unrun_families_2gpu() -> list[dict[str, Any]]:
+    """The same model types on two GPUs, stored before they run: ZeRO-2 and ZeRO-3 (routed experts, latent attention,
+    multi-query), PyTorch DDP, LoRA and full, recomputation."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _pair_case("h200x2un", 150)
+    return [
+        c("hcx-full-z3-mb2", "hcx", "pretrain", micro_batch_size=2, zero_stage=3, **ds),
+        c("dsv3-full-z3-rc-mb2", "dsv3", "pretrain", micro_batch_size=2, zero_stage=3, recompute=True, **ds),
+        c("gswa-full-z2-mb4", "gswa", "pretrain", micro_batch_size=4, zero_stage=2, **ds),
+        c("laguna-lora-z3-mb1", "laguna", "finetune", method="lora", micro_batch_size=1, zero_stage=3, **ds),
+        c("nano-full-ddp-mb8", "nano", "pretrain", micro_batch_size=8, **pt),
+        c("mellum-full-z2-rc-mb2", "mellum", "pretrain", micro_batch_size=2, zero_stage=2, recompute=True, **ds),
+        c("zaya-lora-z3-mb2", "zaya", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("bigcode-full-z3-mb8-s1024", "bigcode", "pretrain", micro_batch_size=8, seq_len=1024, zero_stage=3, **ds),
+    ]
+
+
 def _recommend_moe_2gpu() -> list[dict[str, Any]]:
     """Two H100s: OLMoE pre-training at 2k, the configurations ``advisor recommend --hardware h100x2 --task pretrain
     --model olmoe-1b-7b.json --seq-len 2048`` ranked 1, 2 and 5 (2026-11-27, with ZeRO-3's held experts counted; 3 and 4
@@ -1230,7 +1287,8 @@ def _study_settings(hw: str, p2p: bool) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
+GRIDS: dict[str, Any] = {"h100-unrun-families": _unrun_families, "h200x2-unrun-families": _unrun_families_2gpu,
+                         "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
                          "h100x2-study-p2p-on": lambda: _study_settings("h100x2", True),
