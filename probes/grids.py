@@ -1079,6 +1079,23 @@ def _unrun_families() -> list[dict[str, Any]]:
     ]
 
 
+def _unrun_families_again() -> list[dict[str, Any]]:
+    """The host-bound cases of ``h100-unrun-families`` (ZAYA, nanochat LoRA, HyperCLOVA X LoRA under ZeRO-2, GPT-BigCode)
+    and three GPU-bound ones, again on another H100 lease after ``advisor probe`` on that host: how far the same case
+    moves between hosts, and what the host's own profile recovers. Stored before they run, with and without it."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case("h100x1", "h100un2")
+    return [
+        c("zaya-lora-pt-mb2", "zaya", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("nano-lora-pt-mb4-s1024", "nano", "finetune", method="lora", micro_batch_size=4, seq_len=1024, **pt),
+        c("hcx-lora-ds-z2-mb1", "hcx", "finetune", method="lora", micro_batch_size=1, zero_stage=2, **ds),
+        c("bigcode-full-ds-z2-mb8-s1024", "bigcode", "pretrain", micro_batch_size=8, seq_len=1024, zero_stage=2, **ds),
+        c("dsv3-lora-pt-mb2", "dsv3", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("mm2-lora-pt-mb1", "mm2", "finetune", method="lora", micro_batch_size=1, **pt),
+        c("mellum-lora-pt-mb2", "mellum", "finetune", method="lora", micro_batch_size=2, **pt),
+    ]
+
+
 def _unrun_families_2gpu() -> list[dict[str, Any]]:
     """The same model types on two GPUs, stored before they run: ZeRO-2 and ZeRO-3 (routed experts, latent attention,
     multi-query), PyTorch DDP, LoRA and full, recomputation."""
@@ -1288,7 +1305,7 @@ def _study_settings(hw: str, p2p: bool) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-unrun-families": _unrun_families, "h200x2-unrun-families": _unrun_families_2gpu,
+GRIDS: dict[str, Any] = {"h100-unrun-families": _unrun_families, "h100-unrun-families-again": _unrun_families_again, "h200x2-unrun-families": _unrun_families_2gpu,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
