@@ -52,9 +52,24 @@ class _Measured:
         return (self.case, self.arch, self.platform)
 
 
+# The probe's real layers (a model cut to one and two layers, a few steps each: advisor probe's design) pay per-step
+# host costs that a whole model spreads over its layers. Fitted through their platform's own CPU factor they asked
+# 1.4-1.9x the per-kernel cost of the whole models' runs and pulled it up for every prediction: CPU-bound runs of the
+# traced families (never fitted) came out 13.6% too slow (n=35, 2026-11-27). They keep informing the GPU-side
+# efficiencies, under a host factor of their own: their platform's id with this suffix.
+CUT_MODEL_FACTORS = "-cut"
+
+
 @dataclass(frozen=True)
 class Row(_Measured):
     case: TrainCase
+
+    @property
+    def sample(self):
+        """(case, arch, platform) for the fit; a probe's cut model carries its own platform factors."""
+        if not self.m.dataset.startswith("probe-"):
+            return (self.case, self.arch, self.platform)
+        return (self.case, self.arch, self.platform.model_copy(update={"id": self.platform.id + CUT_MODEL_FACTORS}))
 
     @property
     def has_throughput(self) -> bool:

@@ -79,6 +79,7 @@ class Efficiencies(BaseModel):
     deepspeed_dispatch_factor: float = _p(1.2, "prior: DeepSpeed's engine wraps every module call (hooks, its own autocast, bookkeeping): CPU cost per kernel over plain PyTorch", 0.5, 5)
     lora_kernels_per_target: float = _p(7.0, "prior: kernels + Python of one PEFT LoRA layer's forward (input cast, A, B, scale, add; adapter loop)", 1, 30)
     backward_dispatch_factor: float = _p(1.5, "prior: autograd's CPU cost per forward kernel in backward (one node per op, 1-2 kernels each)", 0.5, 5)
+    recompute_dispatch_factor: float = _p(1.0, "prior: the CPU cost of a checkpointed layer's forward run again inside backward, per forward kernel, over a forward's (torch.utils.checkpoint re-enters autocast, restores RNG state, detaches inputs)", 0.3, 10)
     step_overhead_s: float = _p(0.005, "prior: per optimizer step Python/engine bookkeeping", 0, 10)
     ds_step_param_s: float = _p(25e-12, "measured prior: beyond the predicted overhead the GPU idles 15-29 ps per trainable parameter of the rank in a DeepSpeed bf16 / ZeRO-1/2 step (own H100 kernel timelines of Qwen3-1.7B, Granite-3-2B, StableLM-2-1.6B, StarCoder2-3B full training, probes/anatomy.py); fitted", 0, 1e-9)
     ds_step_tensor_s: float = _p(250e-6, "measured prior: DeepSpeed's bf16 / ZeRO-1/2 step of LoRA adapters takes 0.23-0.27 ms per trainable tensor of the rank, serial after backward (own optimizer phases of Llama-2 7B LoRA ZeRO-1/2 on one H100, 59-67 ms for 256 tensors, 13B ZeRO-1 on one H200, 85 ms for 320); fitted", 0, 0.01)
@@ -132,7 +133,7 @@ class Efficiencies(BaseModel):
 
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
 FITTED = (
-    "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor",
+    "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor", "recompute_dispatch_factor",
     "deepspeed_dispatch_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",

@@ -202,8 +202,8 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> t
     extra = extra_kernel_cpu_s(eff) * scale
     fwd = full.kernels * per_kernel + full.extra_fwd * extra
     bwd = full.kernels * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
-    if case.recompute:
-        bwd += layers.kernels * per_kernel  # the checkpointed forward runs again (its extra kernels: in extra_bwd)
+    if case.recompute:  # the checkpointed forward runs again (its extra kernels: in extra_bwd)
+        bwd += layers.kernels * per_kernel * eff.recompute_dispatch_factor
     if case.engine == "deepspeed" and s.zero in (1, 2):
         bwd += trainable_tensors(s) * eff.zero12_hook_s
     return fwd, bwd

@@ -81,3 +81,23 @@ def test_mfu_counts_only_the_experts_a_token_visits() -> None:
     active = model_flops_per_step(s) / 1024 / 4.0  # a frozen base: 4 FLOPs per multiplying parameter and token
     attention = 12.0 * arch.num_hidden_layers * arch.num_attention_heads * arch.head_size * 1024 / 4.0
     assert (active - attention) / 1e9 == pytest.approx(12.9, rel=0.03)
+
+
+def test_a_recomputed_forward_costs_the_host_its_own_factor_in_backward_only() -> None:
+    """The checkpointed forward run again inside backward is priced at ``recompute_dispatch_factor`` per forward
+    kernel of the layers; without recomputation the factor changes nothing."""
+    from advisor.predictor import calibration_for
+
+    c = calibration_for(resolve_platform("h100x1")).ceilings
+    arch = resolve_model("llama2-7b")
+    for recompute in (True, False):
+        case = TrainCase(id="t", hardware="h100x1", model="llama2-7b", task="pretrain", engine="pytorch",
+                         recompute=recompute, micro_batch_size=1, seq_len=512)
+        s = derive(case, arch, resolve_platform("h100x1"))
+        one, two = Efficiencies(recompute_dispatch_factor=1.0), Efficiencies(recompute_dispatch_factor=2.0)
+        full, layers = _pass(s, one, c), _pass(s, one, c, layers_only=True)
+        f1, b1 = _dispatch(s, one, full, layers)
+        f2, b2 = _dispatch(s, two, full, layers)
+        assert f1 == f2
+        assert b2 - b1 == pytest.approx(layers.kernels * one.kernel_time_s if recompute else 0.0)
+        assert layers.kernels > 0
