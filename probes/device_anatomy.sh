@@ -3,7 +3,7 @@
 # (a lent GPU machine).
 #   bash probes/device_anatomy.sh CASES.jsonl   -> $OUT/anatomy.jsonl
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHEELS:-.whl}/*.whl || exit 1
+bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 ADVISOR_HOME=/tmp/advisor-home
 python3 -c "from probes.train_step import sanitize_arch_list as s; s(); from deepspeed.ops.op_builder import FusedAdamBuilder as F; F().load()" > /tmp/prebuild.log 2>&1 || tail -3 /tmp/prebuild.log
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # advisor confirm of offload picks on a lent GPU machine (rows under $OUT); see knowledge/measurements/README.md
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 ADVISOR_HOME=/tmp/advisor-home
 python3 -c "from deepspeed.ops.op_builder import CPUAdamBuilder; CPUAdamBuilder().load()" > /dev/null 2>&1
 for args in "$@"; do

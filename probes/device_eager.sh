@@ -4,7 +4,7 @@
 #   bash probes/device_eager.sh [GRID]   -> $OUT/eager_ops.jsonl [, $OUT/camp/{measurements.jsonl,campaign.log}]
 set -u
 start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 ADVISOR_HOME=/tmp/advisor-home
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
 for s in 2048 512; do python3 -m probes.eager_ops --out "$OUT/eager_ops.jsonl" --seq $s 2>&1 | grep -v "Warning\|warn(\|falling back" | cut -c1-110; done

@@ -4,7 +4,7 @@
 #   bash probes/device_engine.sh HARDWARE BUDGET_S MODEL [MODEL ...]   (MODEL: catalog name or inline JSON without spaces)
 # ENGINE_SWEEP_ARGS adds flags (e.g. "--batches 1,8,64 --kv 1024,4096"). Writes $OUT/engine.jsonl and $OUT/engine.log.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
 hw=$1; budget=$2; shift 2
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc

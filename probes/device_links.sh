@@ -9,7 +9,7 @@
 set -u
 PROCS=${PROCS:-1,2} PLATFORM=${PLATFORM:-h200x2} BUDGET=${BUDGET:-200}
 start=$(date +%s)
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { nvidia-smi --query-gpu=name,pci.bus_id,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
   nvidia-smi topo -m; lscpu | grep -E "Model name|Socket|NUMA node\(s\)|^CPU\(s\)"; } > "$OUT/links.log" 2>&1

@@ -3,7 +3,7 @@
 #   bash probes/device_serve.sh HARDWARE "MODEL FORMATS BUDGET_S [TP [POINTS [OUTPUT_LEN]]]" ...   (MODEL: catalog name or inline JSON without spaces)
 # TP > 1 runs that sweep under torchrun with TP ranks. Writes $OUT/serve.jsonl and $OUT/serve.log.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 hw=$1; shift
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
