@@ -19,6 +19,7 @@ from advisor.cases import parse_case
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import Efficiencies
 from knowledge.errors import AdvisorError
+from knowledge.measurements import PROBE_DATASET_PREFIX
 from knowledge.schema import Measurement, ModelArch, PlatformSpec, ServeCase, TrainCase
 from knowledge.units import gb_to_gib
 from models.correction import EfficiencyCorrection, ServingCorrection
@@ -51,6 +52,11 @@ class _Measured:
     def sample(self):
         return (self.case, self.arch, self.platform)
 
+    @property
+    def from_probe(self) -> bool:
+        """A real-layer row of a bundled profile (a model cut to one and two layers), not a run of a whole model."""
+        return self.m.dataset.startswith(PROBE_DATASET_PREFIX)
+
 
 # The probe's real layers (a model cut to one and two layers, a few steps each: advisor probe's design) pay per-step
 # host costs that a whole model spreads over its layers. Fitted through their platform's own CPU factor they asked
@@ -67,8 +73,8 @@ class Row(_Measured):
     @property
     def sample(self):
         """(case, arch, platform) for the fit; a probe's cut model carries its own platform factors."""
-        if not self.m.dataset.startswith("probe-"):
-            return (self.case, self.arch, self.platform)
+        if not self.from_probe:
+            return super().sample
         return (self.case, self.arch, self.platform.model_copy(update={"id": self.platform.id + CUT_MODEL_FACTORS}))
 
     @property

@@ -24,7 +24,7 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
     if not rows:
         raise ValueError(f"no training measurements in data set {data!r}")
     profiles = load_bundled_profiles()
-    held = held_out_report(rows, holdout, profiles, test=lambda r: not r.m.dataset.startswith("probe-"), progress=progress)
+    held = held_out_report(rows, holdout, profiles, test=lambda r: not r.from_probe, progress=progress)
 
     def summary(items) -> dict[str, Any]:
         prof = [h for h in items if h.with_profile is not None]
@@ -52,7 +52,7 @@ def validation_report(data: str, holdout: str, progress=None) -> dict[str, Any]:
     cal_for = lambda p: calibration_for(p)  # noqa: E731  memory and verdicts: the bundled calibration
     mem = memory_pairs(rows, cal_for)
     verdicts = fit_verdicts(rows, cal_for)
-    host = host_pairs([r for r in rows if not r.m.dataset.startswith("probe-")], cal_for)
+    host = host_pairs([r for r in rows if not r.from_probe], cal_for)
     offload_host = [(p, m) for r, p, m in host if r.case.offload != "none"]
     reg = regrets([(h.row, h.predicted) for h in held])
     return {

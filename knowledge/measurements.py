@@ -112,6 +112,10 @@ def load_own(folder: Path | None = None) -> tuple[list[Measurement], list[str]]:
     return rows, problems
 
 
+# The data set of a bundled profile's real-layer rows (the model cut to one and two layers): "probe-<profile>"
+PROBE_DATASET_PREFIX = "probe-"
+
+
 def load_profile_rows() -> list[Measurement]:
     """The real-layer rows of the bundled profiles (``advisor probe``'s design: the model cut to one and two
     layers under real configurations), as measurements of their machine (dataset ``probe-<profile>``)."""
@@ -126,7 +130,7 @@ def load_profile_rows() -> list[Measurement]:
             continue
         for m in prof.macro:
             if m.source == "probes.macro.run_design":
-                rows.append(m.model_copy(update={"dataset": f"probe-{path.stem}"}))
+                rows.append(m.model_copy(update={"dataset": f"{PROBE_DATASET_PREFIX}{path.stem}"}))
     return rows
 
 

@@ -12,8 +12,8 @@ from knowledge.paths import BUNDLED_CALIBRATION
 
 def test_probe_rows_fit_their_own_platform_factors_but_are_held_out_with_their_platform() -> None:
     rows, _ = training_rows(list(all_measurements()))
-    probe = [r for r in rows if r.m.dataset.startswith("probe-")]
-    runs = [r for r in rows if not r.m.dataset.startswith("probe-")]
+    probe = [r for r in rows if r.from_probe]
+    runs = [r for r in rows if not r.from_probe]
     assert probe and runs
     for r in probe:
         assert r.sample[2].id == r.platform.id + CUT_MODEL_FACTORS
