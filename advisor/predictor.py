@@ -21,7 +21,6 @@ from knowledge.errors import AdvisorError
 from knowledge.schema import KVGroup, ModelArch, ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
 from knowledge.fabrics import network_for
-from knowledge.measurements import load_bundled_profiles
 from models.calibration import Calibration, check_profile, from_fit, from_profile, with_network
 from models.training import predict_training
 
@@ -106,13 +105,9 @@ def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitt
     why = check_profile(profile, platform)
     if why:
         raise AdvisorError(f"--profile does not match: {why}")
-    if platform.id in factors:
-        # the fit learned this machine from its runs, this profile's real layers included: its measured
-        # ceilings replace the generation's averages, its layers are not counted a second time; its host's speed
-        # is taken against the host the fit learned on (the platform's bundled profile: the same profile, no change)
-        learned = load_bundled_profiles().get(platform.id)
-        return from_profile(platform, base, profile, learned_launch_s=learned.launch_overhead_s if learned else None)
-    return from_profile(platform, base, profile, new_machine=True)
+    # on a platform the fit learned from its runs (this profile's real layers included) its measured ceilings replace
+    # the generation's averages and its host keeps the learned factors (models.calibration.from_profile says why)
+    return from_profile(platform, base, profile, new_machine=platform.id not in factors)
 
 
 def serving_calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitted: Efficiencies | None = None,

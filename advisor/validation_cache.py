@@ -31,6 +31,12 @@ def fingerprint(data: str, holdout: str) -> str:
         h.update(m.model_dump_json().encode())
     for p in sorted(BUNDLED_PROFILES.glob("*.json")):
         h.update(p.read_bytes())
+    from advisor.traces import BUNDLED_TRACES
+    from knowledge.traces import TRACE_SCHEMA
+
+    h.update(str(TRACE_SCHEMA).encode())  # the traced families' rows are fitted through their traces
+    for p in sorted(BUNDLED_TRACES.glob("*.json")):
+        h.update(p.read_bytes())
     for rel in _CODE:
         path = _ROOT / rel
         for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:

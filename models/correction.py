@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from knowledge.efficiency import FITTED, Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase, TrainCase
+from knowledge.traces import ArchTrace
 from models.platform_factors import PLATFORM_PARAMS, platform_values
 from models.platform_factors import bounds as _bounds
 from models.calibration import default_ratios
@@ -27,7 +28,8 @@ from models.roofline import ceilings
 from models.setup import derive
 from models.step_time import tokens_per_step, training_step_time
 
-TrainSample = tuple[TrainCase, ModelArch, PlatformSpec]
+# (case, arch, platform), or with the model's own trace for a family the hand count does not cover
+TrainSample = tuple[TrainCase, ModelArch, PlatformSpec] | tuple[TrainCase, ModelArch, PlatformSpec, ArchTrace | None]
 
 def _to_z(name: str, x: float) -> float:
     lo, hi = _bounds(name)
@@ -85,7 +87,7 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
     # Samples are prepared once: the derivation and ceilings do not depend on the fitted values,
     # except the link efficiency, which is looked up per platform inside the loop.
     def _prepare(self, X: Sequence[TrainSample]):
-        return [(derive(c, a, p), p, default_ratios(p, self.ratio_table)) for c, a, p in X]
+        return [(derive(c, a, p, *trace), p, default_ratios(p, self.ratio_table)) for c, a, p, *trace in X]
 
     @staticmethod
     def _step_times(prepared, eff_values: dict[str, float], overrides: dict | None = None) -> np.ndarray:

@@ -24,7 +24,7 @@ def main() -> None:
     rows, _ = training_rows(measurements("all")[0])
     errs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if not r.has_throughput:
+        if not r.has_throughput or r.trace is not None:  # the catalog's runs: the hand count's own
             continue
         cal = p.calibration(r.platform)
         measured = r.m.measured.tokens_per_s
