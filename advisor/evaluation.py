@@ -167,9 +167,9 @@ def training_rows(measurements: Sequence[Measurement], traced_families: bool = T
     """The training runs a fit learns from, each with its case, model, platform and (for a family outside the hand
     count) its trace; a failed run that says nothing (a crash, a timeout) is skipped with its reason.
 
-    The traced families' runs are fitted since 2026-11-28: held out by family (five folds,
-    tests/benchmarks/traced_rows.py) they came out 7.4% -> 7.0% (n=310), their ZeRO-3 runs 16.9% -> 13.9% (n=37), when
-    the fit learned from the other families' runs too. ``traced_families=False``: the hand count's rows only."""
+    The traced families' runs are fitted since 2026-11-28: held out by family they came out closer when the fit had
+    learned from the other families' runs than from the catalog's alone, ZeRO-3 most (tests/benchmarks/traced_rows.py
+    and its output). ``traced_families=False``: the hand count's rows only."""
     from advisor.traces import TraceBook
 
     book = TraceBook()
