@@ -179,12 +179,12 @@ def test_held_out_never_predicts_a_row_it_was_fitted_on(rows, monkeypatch):
     real_fit, real_predict = EfficiencyCorrection.fit, EfficiencyCorrection.predict
 
     def spy_fit(self, X, y, phases=None):
-        fitted_on[id(self)] = {c.id for c, _, _ in X}
+        fitted_on[id(self)] = {c.id for c, *_ in X}
         alive.append(self)
         return real_fit(self, X, y, phases)
 
     def spy_predict(self, X):
-        predicted.append(({c.id for c, _, _ in X}, fitted_on[id(self)]))
+        predicted.append(({c.id for c, *_ in X}, fitted_on[id(self)]))
         return real_predict(self, X)
 
     monkeypatch.setattr(EfficiencyCorrection, "fit", spy_fit)
