@@ -96,7 +96,14 @@ def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any
     d = setup_distributed("cuda", need_group=case.engine == "deepspeed")
     attn = "sdpa" if case.flash_attention else "eager"
     torch.cuda.reset_peak_memory_stats()
-    fwd, bwd, opt_step, model = _prepare(case, arch, d, None, None, attn)
+    ds_config = None
+    if case_obj.get("_zero_overrides"):  # an experiment: the advisor's ZeRO settings with some changed (max live, reuse...)
+        from knowledge.catalog import resolve_platform
+        from models.deepspeed_config import deepspeed_config
+
+        ds_config = deepspeed_config(case, resolve_platform(case.hardware).gpu, d.world)
+        ds_config["zero_optimization"] = {**ds_config["zero_optimization"], **case_obj["_zero_overrides"]}
+    fwd, bwd, opt_step, model = _prepare(case, arch, d, ds_config, None, attn)
     x = torch.randint(0, arch.vocab_size, (case.micro_batch_size, case.seq_len), device=d.device)
     mem: dict[str, float] = {"built": _gib(torch.cuda.memory_allocated())}
 
@@ -160,7 +167,8 @@ def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any
     busy = sum(by_kind.values())
     top = sorted(by_name.items(), key=lambda kv: -kv[1][0])[:30]
     return {
-        "id": case_obj.get("id"), "case": case.model_dump(mode="json"), "step_s": wall,
+        "id": case_obj.get("id"), "case": case.model_dump(mode="json"), "zero_overrides": case_obj.get("_zero_overrides"),
+        "step_s": wall,
         "tokens_per_s": case.micro_batch_size * case.seq_len * case.grad_accum * d.world / wall,
         "kernel_s": busy, "kernels": count, "idle_s": max(wall - busy, 0.0),
         "by_kind_s": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),

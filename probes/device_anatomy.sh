@@ -11,6 +11,6 @@ while IFS= read -r case; do
   [ -n "$case" ] || continue
   g=$(python3 -c "import json,sys; print(json.loads(sys.argv[1]).get('gpus') or 1)" "$case")
   timeout "${CASE_TIMEOUT_S:-150}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" -m probes.anatomy ${ANATOMY_FLAGS:-} \
-    --case "$case" --out "$OUT/anatomy.jsonl" 2>&1 | grep -v "Warning\|warn(" | tail -3
+    --case "$case" --out "$OUT/anatomy.jsonl" 2>&1 | tee -a "$OUT/anatomy.log" | grep -v "Warning\|warn(" | tail -3
   echo "rc=$?"
 done < "$1"

@@ -26,7 +26,7 @@ from typing import Any
 from knowledge.schema import Environment, Measured, Measurement, ModelArch
 
 # Keys a row's case may carry that are not part of the contract (campaign bookkeeping).
-META_KEYS = ("_timeout_s", "_steps", "_warmup")
+META_KEYS = ("_timeout_s", "_steps", "_warmup", "_zero_overrides")
 
 
 def load_json_arg(text: str) -> Any:
