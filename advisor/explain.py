@@ -30,7 +30,8 @@ def describe(case: TrainCase, zero_label: str | None = None) -> str:
     if case.mics_shard_size:
         parts.append(f"MiCS {case.mics_shard_size}")
     if case.offload != "none":
-        parts.append({"optimizer": "offload opt", "optimizer+params": "offload opt+params"}[case.offload])
+        parts.append({"optimizer": "offload opt", "optimizer+params": "offload opt+params"}[case.offload]
+                     + ("" if case.offload_pin_memory else " pageable"))
     if case.recompute:
         parts.append("recompute")
     parts.append("flash" if case.flash_attention else "eager attn")

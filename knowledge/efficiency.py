@@ -103,6 +103,7 @@ class Efficiencies(BaseModel):
     grad_overlap: float = _p(0.5, "prior: share of gradient reduction hidden behind backward (overlap_comm)", 0, 1)
     zero3_module_overhead_s: float = _p(150e-6, "prior: ZeRO-3 hooks per module call per pass (models.step_time: fetched modules, parameter-free ones, PEFT's)", 0, 0.1)
     # --- offload ------------------------------------------------------------------------------
+    pageable_copy_gbs: float = _p(5.0, "set from one measured pair (two H200s, Llama-2-7B ZeRO-2 offload, own/h200x2-pin-memory-2026-11-28.jsonl): with pin_memory false a rank's offload copies (gradients down, 16-bit weights up) run at the host's staged memcpy, not the link, and do not overlap backward: the step 9.9 -> 13.2 s; not fitted", 0.1, 1000)
     h2d_eff: float = _p(0.6, "prior: pinned host<->device copies ~60% of PCIe x16 (H100 probe: 55 of 63 GB/s)", 0.01, 1)
     # --- quantization -------------------------------------------------------------------------
     dequant_bytes_per_param: float = _p(2.5, "NF4 dequantize reads 0.5 B and writes 2 B per weight before each GEMM", 0, 20)

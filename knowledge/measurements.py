@@ -61,6 +61,10 @@ def flags_to_case(flags: str, task: str) -> dict:
 # default) they fall to 0.04-0.13, and each server left out is predicted 2-3x too fast on offload
 # (A800 30% -> 115%, n=21, measured 2026-11-26 while the per-thread rate was still fitted).
 STUDY_OMP_THREADS = 1
+# ZeRO-Offload's pin_memory in the study's runs: the paper does not say; DeepSpeed's default is false (pageable). Its RTX
+# 3090 box (128 GB) ran Llama-2-7B ZeRO-2 with the optimizer offloaded, which pinned buffers (rounded up to powers of
+# two) would not hold: 142 GiB of host RAM by our count pinned, 124 pageable, 125.8 usable.
+STUDY_PIN_MEMORY = False
 
 
 def load_published() -> list[Measurement]:
@@ -76,6 +80,7 @@ def load_published() -> list[Measurement]:
                     id=f"{path.stem}:{n}", hardware=_PLATFORM[r["platform"]], model=r["model"],
                     micro_batch_size=int(r["batch_size"]), seq_len=int(r["seq_len"]),
                     omp_threads=STUDY_OMP_THREADS, deepspeed_version=STUDY_RELEASE,
+                    offload_pin_memory=STUDY_PIN_MEMORY,
                 )
                 oom = r["oom"].strip().lower() == "true"
                 measured = Measured(

@@ -239,6 +239,12 @@ class TrainCase(_CaseBase):
     # sets, the node's cores shared out over its ranks; torchrun sets 1; the DeepSpeed launcher leaves it unset,
     # so each rank takes every core)
     omp_threads: int | None = Field(default=None, ge=1, le=1 << 16)
+    # ZeRO-Offload's "pin_memory" (offload_optimizer and offload_param): True is what the advisor writes (copies at the
+    # link's speed; PyTorch's pinned allocator rounds each buffer up to a power of two), False is DeepSpeed's default
+    # (pageable: no rounding, each copy staged by the host's memcpy). Measured on two H200s, Llama-2-7B ZeRO-2 offload:
+    # 135.3 GiB of host RAM and 9.9 s a step pinned, 116.1 GiB and 13.2 s pageable
+    # (knowledge/measurements/own/h200x2-pin-memory-2026-11-28.jsonl)
+    offload_pin_memory: bool = True
     # The DeepSpeed release that runs the case, MAJOR.MINOR[.PATCH] (None: the one the advisor pins and writes configs
     # for, 0.19.8). Releases differ in what ZeRO-Offload keeps on the GPU (``knowledge.deepspeed_releases``)
     deepspeed_version: str | None = Field(default=None, max_length=20)

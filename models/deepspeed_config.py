@@ -61,9 +61,9 @@ def deepspeed_config(case: TrainCase, gpu: GPUSpec, gpus: int) -> dict[str, Any]
         # a shard group spanning nodes gathers inside each node first, then across
         zero["mics_hierarchical_params_gather"] = case.mics_shard_size > gpus // max(case.nodes, 1)
     if case.offload != "none":
-        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": case.offload_pin_memory}
     if case.offload == "optimizer+params":
-        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+        zero["offload_param"] = {"device": "cpu", "pin_memory": case.offload_pin_memory}
     cfg["zero_optimization"] = zero
     if case.grad_accum_dtype:
         cfg["data_types"] = {"grad_accum_dtype": case.grad_accum_dtype}

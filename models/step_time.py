@@ -255,8 +255,12 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     local = s.trainable / (s.shard_ranks if split else 1)
     opt_bytes = {0: 36.0, 1: 30.0, 2: 30.0, 3: 30.0}[s.zero] if case.engine == "deepspeed" else 28.0
     optimizer, offload, fwd_offload, bwd_offload = 0.0, 0.0, 0.0, 0.0
-    # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM
-    h2d = c.pcie_bps * eff.h2d_eff
+    # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM; offloaded
+    # states in pageable memory (``pin_memory`` false) are copied through the host's staging memcpy instead,
+    # synchronously (nothing of it hides behind backward)
+    pinned = case.offload_pin_memory
+    h2d = c.pcie_bps * eff.h2d_eff if pinned else min(c.pcie_bps * eff.h2d_eff, eff.pageable_copy_gbs * 1e9)
+    overlap = eff.grad_overlap if pinned else 0.0
     if s.offload_optimizer:
         rate = cpu_adam_gparams_per_s(omp_threads(s), eff, c, s.per_node) * 1e9
         cpu = local / rate * eff.offload_step_overhead
@@ -268,7 +272,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         # return in the step (per micro-batch gradient copies under accumulation made the study's held-out error
         # worse: not taken)
         grads_d2h = local * 4.0 / h2d
-        bwd_offload = grads_d2h * (1 - eff.grad_overlap)
+        bwd_offload = grads_d2h * (1 - overlap)
         offload = cpu + bwd_offload + local * half / h2d
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)

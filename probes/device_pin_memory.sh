@@ -2,14 +2,14 @@
 # ZeRO-Offload with the offloaded states in pinned host memory (the config the advisor writes) and in pageable memory
 # (DeepSpeed's default, "pin_memory": false): the node's host RAM (rise of MemTotal - MemAvailable) and the step, same
 # case otherwise. What a server with little RAM for its GPUs (the study's 8x RTX 3090 box, 128 GB) can run.
-#   WHEELS=.whlr bash probes/device_pin_memory.sh CASES.jsonl   (a lent GPU machine; rows -> $OUT/rows.jsonl)
+#   WHEELS=.whlr [PINS=true] bash probes/device_pin_memory.sh CASES.jsonl   (a lent GPU machine; rows -> $OUT/rows.jsonl)
 set -u
 bash probes/device_wheels.sh || exit 1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 ADVISOR_HOME=/tmp/advisor-home
 python3 -c "from probes.train_step import sanitize_arch_list as s; s(); from deepspeed.ops.op_builder import CPUAdamBuilder as C; C().load()" > /tmp/prebuild.log 2>&1 || tail -3 /tmp/prebuild.log
 while IFS= read -r case; do
   [ -n "$case" ] || continue
-  for pin in true false; do
+  for pin in ${PINS:-true false}; do
     python3 - "$case" "$pin" > /tmp/ds.json <<'PY'
 import json, sys
 from pydantic import TypeAdapter

@@ -1,0 +1,63 @@
+"""ZeRO-Offload's pin_memory as a case knob: pageable buffers take their size, pinned ones the next power of two; pageable
+copies run at the host's memcpy and hide nothing behind backward; the config, the label and the search carry it."""
+
+from __future__ import annotations
+
+from advisor.predictor import calibration_for
+from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.schema import TrainCase
+from models.deepspeed_config import deepspeed_config
+from models.memory import host_offload_bytes, offload_buffer_bytes
+from models.setup import derive
+from models.training import predict_training
+
+
+def _case(**kw) -> TrainCase:
+    fields = dict(id="p", hardware="h200x2", model="llama2-7b", task="pretrain", zero_stage=2, offload="optimizer",
+                  micro_batch_size=1, seq_len=512, omp_threads=1)
+    return TrainCase(**{**fields, **kw})
+
+
+def _setup(case: TrainCase):
+    return derive(case, resolve_model(case.model), resolve_platform(case.hardware, case.gpus))
+
+
+def test_pageable_buffers_take_their_size_pinned_ones_a_power_of_two():
+    assert offload_buffer_bytes(3 * 2**30, pinned=True) == 4 * 2**30
+    assert offload_buffer_bytes(3 * 2**30, pinned=False) == 3 * 2**30
+    pinned = host_offload_bytes(_setup(_case()))
+    pageable = host_offload_bytes(_setup(_case(offload_pin_memory=False)))
+    # 2 ranks x 3.37 B parameters: the fp32 master and gradient partitions, 13.5 GB each, pinned as 16 GiB blocks
+    saved_gib = (pinned - pageable) / 2**30
+    assert 2 * 2 * (16 - 13.48e9 / 2**30) - 0.1 < saved_gib < 2 * 2 * (16 - 13.48e9 / 2**30) + 0.1
+
+
+def test_pageable_offload_is_slower_and_lighter_on_the_host():
+    platform = resolve_platform("h200x2")
+    arch = resolve_model("llama2-7b")
+    cal = calibration_for(platform)
+    pinned = predict_training(_case(), arch, platform, cal)
+    pageable = predict_training(_case(offload_pin_memory=False), arch, platform, cal)
+    assert pageable.step_time_s > pinned.step_time_s * 1.1
+    assert pageable.host_mem_gib < pinned.host_mem_gib - 5
+
+
+def test_the_config_writes_the_cases_pin_memory():
+    gpu = resolve_platform("h200x2").gpu
+    for pin in (True, False):
+        zero = deepspeed_config(_case(zero_stage=3, offload="optimizer+params", offload_pin_memory=pin), gpu, 2)["zero_optimization"]
+        assert zero["offload_optimizer"]["pin_memory"] is pin and zero["offload_param"]["pin_memory"] is pin
+
+
+def test_search_space_and_label_carry_pageable_offload():
+    from advisor.explain import describe
+    from advisor.space import pin_variants, training_knobs
+
+    assert pin_variants("deepspeed", "none") == {"": {}}
+    assert pin_variants("pytorch", "none") == {"": {}}
+    knobs = list(training_knobs("pretrain"))
+    offloaded = [k for k in knobs if k["offload"] != "none"]
+    assert offloaded and sum(k.get("offload_pin_memory") is False for k in offloaded) * 2 == len(offloaded)
+    assert not any("offload_pin_memory" in k for k in knobs if k["offload"] == "none")
+    assert "offload opt pageable" in describe(_case(offload_pin_memory=False))
+    assert "pageable" not in describe(_case())
