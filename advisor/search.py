@@ -25,8 +25,7 @@ from models.memory import training_memory, usable_gib
 from models.setup import derive
 from models.training import predict_training
 
-from advisor.space import (MICRO_BATCHES, comm_variants, methods_for, offloads_for, pin_variants, quantizations_for, training_knobs,
-                           zero_stages_for)
+from advisor.space import MICRO_BATCHES, comm_variants, methods_for, offloads_for, quantizations_for, training_knobs, zero_stages_for
 
 BRUTE_FORCE_MAX = 4000  # configurations; above this the TPE sampler samples instead
 
@@ -179,12 +178,18 @@ class Evaluator:
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
-                pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error,
-                                        self.traces.trace(self.arch, case))
-                if self.network is not None:
-                    pred = pred.model_copy(update={"network": self.network.label})
+                pred = self._predict(case)
+                if not pred.fits and pred.failure == "host_oom" and case.offload != "none" and case.offload_pin_memory:
+                    # pinned buffers (rounded up to powers of two) overfill the host: the same offload pageable,
+                    # DeepSpeed's default, is slower but smaller (models.memory.offload_buffer_bytes)
+                    case = case.model_copy(update={"offload_pin_memory": False})
+                    pred = self._predict(case)
                 self.cache[key] = Candidate(case, pred) if pred.fits else None
         return self.cache[key]
+
+    def _predict(self, case: TrainCase) -> TrainPrediction:
+        pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error, self.traces.trace(self.arch, case))
+        return pred.model_copy(update={"network": self.network.label}) if self.network is not None else pred
 
 
 def _suggest(trial, spec: SearchSpec, gpus: int = 1) -> dict[str, Any]:
@@ -199,14 +204,12 @@ def _suggest(trial, spec: SearchSpec, gpus: int = 1) -> dict[str, Any]:
     quant = trial.suggest_categorical("lora_quantization", list(quants)) if len(quants) > 1 else quants[0]
     variants = comm_variants(engine, zero, offload, spec.nodes, gpus // spec.nodes)
     variant = variants[trial.suggest_categorical("zero3_network", list(variants))] if len(variants) > 1 else {}
-    pins = pin_variants(engine, offload)
-    pin = pins[trial.suggest_categorical("offload_memory", list(pins))] if len(pins) > 1 else {}
     return dict(
         method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
         recompute=trial.suggest_categorical("recompute", [False, True]),
         flash_attention=trial.suggest_categorical("flash_attention", [True, False]),
         micro_batch_size=trial.suggest_categorical("micro_batch_size", list(spec.micro_batches)),
-        **variant, **pin,
+        **variant,
     )
 
 

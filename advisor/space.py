@@ -89,26 +89,16 @@ def comm_variants(engine: str, zero_stage: int, offload: str, nodes: int = 1, pe
     return out
 
 
-def pin_variants(engine: str, offload: str) -> dict[str, dict[str, Any]]:
-    """ZeRO-Offload's buffers pinned (what the advisor writes: copies at the link's speed) or pageable (DeepSpeed's
-    default, ``pin_memory`` false: the buffers take their size, not the next power of two, and copies run at the host's
-    memcpy): searched wherever something is offloaded, so that a server short of host RAM still gets an offload pick."""
-    if engine != "deepspeed" or offload == "none":
-        return {"": {}}
-    return {"": {}, "pageable": {"offload_pin_memory": False}}
-
-
 def training_knobs(task: str, methods: tuple[str, ...] | None = None, engines: tuple[str, ...] = ("deepspeed",),
                    nodes: int = 1, per_node: int = 1) -> Iterator[dict[str, Any]]:
     """Every valid (method, engine, zero, offload, quantization, recompute, flash) combination, micro-batch
-    aside; offload pinned or pageable (``pin_variants``); across several nodes also ZeRO++ and MiCS (``comm_variants``)."""
+    aside; across several nodes also ZeRO++ and MiCS (``comm_variants``)."""
     for method in methods or methods_for(task):
         for engine in engines:
             for zero in zero_stages_for(engine):
                 for offload, quant, recompute, flash in itertools.product(
                     offloads_for(engine, zero), quantizations_for(method), (False, True), (True, False)
                 ):
-                    for variant, pin in itertools.product(comm_variants(engine, zero, offload, nodes, per_node).values(),
-                                                          pin_variants(engine, offload).values()):
+                    for variant in comm_variants(engine, zero, offload, nodes, per_node).values():
                         yield dict(method=method, engine=engine, zero_stage=zero, offload=offload, quantization=quant,
-                                   recompute=recompute, flash_attention=flash, **variant, **pin)
+                                   recompute=recompute, flash_attention=flash, **variant)

@@ -158,6 +158,12 @@ def _train_knobs(count: int, task: str) -> dict[str, Any]:
                               default=2)
     k["offload"] = _choose("CPU offload (ZeRO-Offload)", space.offloads_for(k["engine"], k["zero_stage"]), "offload",
                            help="optimizer states need ZeRO 1-3; parameters too need ZeRO-3")
+    pinned = st.checkbox("Offloaded states in pinned host memory (DeepSpeed's pin_memory)", value=True, key="offload_pin_memory",
+                         disabled=k["offload"] == "none",
+                         help="pinned: faster copies, buffers rounded up to powers of two; unpinned (DeepSpeed's default): "
+                              "less host RAM, copies through the host's memcpy")
+    if k["offload"] != "none" and not pinned:
+        k["offload_pin_memory"] = False
     k["quantization"] = _choose("Frozen base weights", space.quantizations_for(k["method"]), "quantization",
                                 fmt=lambda q: {"none": "16-bit", "int8": "int8 (LLM.int8)", "nf4": "NF4 4-bit (QLoRA)"}[q])
     k["recompute"] = st.checkbox("Activation recomputation (gradient checkpointing)", key="recompute")
