@@ -178,14 +178,18 @@ class Evaluator:
             if self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
-                pred = self._predict(case)
-                if not pred.fits and pred.failure == "host_oom" and case.offload != "none" and case.offload_pin_memory:
-                    # pinned buffers (rounded up to powers of two) overfill the host: the same offload pageable,
-                    # DeepSpeed's default, is slower but smaller (models.memory.offload_buffer_bytes)
-                    case = case.model_copy(update={"offload_pin_memory": False})
-                    pred = self._predict(case)
-                self.cache[key] = Candidate(case, pred) if pred.fits else None
+                c = self.predict(case)
+                self.cache[key] = c if c.prediction.fits else None
         return self.cache[key]
+
+    def predict(self, case: TrainCase) -> Candidate:
+        """``case`` predicted; an offload whose pinned buffers (rounded up to powers of two) overfill the host is taken
+        pageable, DeepSpeed's default: slower, but smaller (models.memory.offload_buffer_bytes)."""
+        pred = self._predict(case)
+        if not pred.fits and pred.failure == "host_oom" and case.offload != "none" and case.offload_pin_memory:
+            case = case.model_copy(update={"offload_pin_memory": False})
+            pred = self._predict(case)
+        return Candidate(case, pred)
 
     def _predict(self, case: TrainCase) -> TrainPrediction:
         pred = predict_training(case, self.arch, self.platform, self.cal, self.rel_error, self.traces.trace(self.arch, case))

@@ -273,10 +273,9 @@ def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_js
     options = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile, ev.traces))
     lean_d = None
     if lean:
-        from models.training import predict_training
-
-        reason = predict_training(lean[0], ev.arch, ev.platform, ev.cal, trace=ev.traces.trace(ev.arch, lean[0])).why_not_fits
-        lean_d = {"configuration": describe(lean[0]), "peak_mem_gib": lean[1], "usable_gib": ev.limit_gib, "why_not": reason}
+        c = ev.predict(lean[0])  # pageable where the pinned buffers overfill the host, as the search takes it
+        lean_d = {"configuration": describe(c.case), "peak_mem_gib": lean[1], "usable_gib": ev.limit_gib,
+                  "why_not": c.prediction.why_not_fits}
     if as_json:
         print(json.dumps({**header, "recommendations": [], "nothing_fits": True, "leanest": lean_d, "would_fit": options}, indent=2))
         return
