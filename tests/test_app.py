@@ -214,3 +214,17 @@ def test_a_configuration_that_does_not_fit_shows_what_it_would_need_not_a_throug
     m = _metrics(at)
     assert m["fits"] == "no" and m["tokens/s"] == "—" and m["step time"] == "—"
     assert any(re.search(r"would need [\d,]+ GiB per GPU", e) for e in _errors(at)), _errors(at)
+
+
+def test_unpinned_offload_is_slower_in_the_explorer():
+    at = _app()
+    assert at.checkbox(key="offload_pin_memory").disabled  # nothing offloaded yet
+    at.selectbox(key="task").set_value("pretrain").run()  # full training: fp32 partitions of every weight
+    at.selectbox(key="offload").set_value("optimizer").run()
+    before = _metrics(at)
+    at.checkbox(key="offload_pin_memory").uncheck().run()
+    _ok(at)
+    after = _metrics(at)
+    # pageable copies run at the host's memcpy, not overlapped with backward: slower, same GPU memory, less host RAM
+    assert not _errors(at) and float(after["tokens/s"].replace(",", "")) < float(before["tokens/s"].replace(",", ""))
+    assert after["GiB/GPU"] == before["GiB/GPU"] and float(after["host GiB"]) < float(before["host GiB"])

@@ -29,7 +29,7 @@ def _train_metrics(p: TrainPrediction) -> None:
 
     if not p.fits:  # it cannot run: say what it would need, not a throughput as if it ran
         st.error(_sentence(not_run(p)))
-    c = st.columns(4)
+    c = st.columns(5)
     if not p.fits:
         c[0].metric("tokens/s", "—", help=not_run(p))
         c[1].metric("step time", "—")
@@ -38,6 +38,9 @@ def _train_metrics(p: TrainPrediction) -> None:
         c[1].metric("step time", f"{p.step_time_s:.3f} s")
     c[2].metric("GiB/GPU", f"{p.peak_mem_gib:.1f}", help=f"peak of the busiest rank, of {p.capacity_gib:.0f} GiB")
     c[3].metric("fits", "yes" if p.fits else "no")
+    if p.host_mem_gib is not None:
+        c[4].metric("host GiB", f"{p.host_mem_gib:.1f}",
+                    help=f"host RAM of the node (processes, offloaded states), of {p.host_capacity_gib or 0:.0f} GiB usable")
 
 
 def _serve_metrics(p: ServePrediction) -> None:
