@@ -1,6 +1,6 @@
 """Benchmark: the study's three 8-GPU PCIe servers, each left out whole, per regime (offload / not).
 
-Run: python tests/benchmarks/pcie_servers.py > tests/benchmarks/pcie_servers.out.txt   (3 variants x 3 fits, ~8 min;
+Run: python tests/benchmarks/pcie_servers.py > tests/benchmarks/pcie_servers.out.txt   (3 variants x 3 fits, ~30 min on 2 cores;
 ``python tests/benchmarks/pcie_servers.py 2`` runs the second variant only, ``0`` only the first table)
 
 First, what the bundled fit has absorbed on each server (in sample: its global values times the server's own
