@@ -89,7 +89,7 @@ def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any
 
     from knowledge.schema import Case
     from probes.run_case import META_KEYS, resolve_arch
-    from probes.train_step import _prepare, setup_distributed
+    from probes.train_step import _prepare, resolve_ds_config, setup_distributed
 
     case = TypeAdapter(Case).validate_python({k: v for k, v in case_obj.items() if k not in META_KEYS})
     arch = resolve_arch(case.model)
@@ -98,10 +98,7 @@ def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any
     torch.cuda.reset_peak_memory_stats()
     ds_config = None
     if case_obj.get("_zero_overrides"):  # an experiment: the advisor's ZeRO settings with some changed (max live, reuse...)
-        from knowledge.catalog import resolve_platform
-        from models.deepspeed_config import deepspeed_config
-
-        ds_config = deepspeed_config(case, resolve_platform(case.hardware).gpu, d.world)
+        ds_config = resolve_ds_config(case, d.world, None)
         ds_config["zero_optimization"] = {**ds_config["zero_optimization"], **case_obj["_zero_overrides"]}
     fwd, bwd, opt_step, model = _prepare(case, arch, d, ds_config, None, attn)
     x = torch.randint(0, arch.vocab_size, (case.micro_batch_size, case.seq_len), device=d.device)

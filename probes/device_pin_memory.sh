@@ -10,24 +10,12 @@ python3 -c "from probes.train_step import sanitize_arch_list as s; s(); from dee
 while IFS= read -r case; do
   [ -n "$case" ] || continue
   for pin in ${PINS:-true false}; do
-    python3 - "$case" "$pin" > /tmp/ds.json <<'PY'
-import json, sys
-from pydantic import TypeAdapter
-from knowledge.catalog import resolve_platform
-from knowledge.schema import Case
-from models.deepspeed_config import deepspeed_config
-c = TypeAdapter(Case).validate_python(json.loads(sys.argv[1]))
-cfg = deepspeed_config(c, resolve_platform(c.hardware).gpu, c.gpus)
-for k in ("offload_optimizer", "offload_param"):
-    if k in cfg["zero_optimization"]:
-        cfg["zero_optimization"][k]["pin_memory"] = sys.argv[2] == "true"
-print(json.dumps(cfg))
-PY
     id=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['id'])" "$case")
     g=$(python3 -c "import json,sys; print(json.loads(sys.argv[1]).get('gpus') or 1)" "$case")
-    c2=$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); d['id']+='-pin-'+sys.argv[2]; print(json.dumps(d))" "$case" "$pin")
+    # the case's own offload_pin_memory: models.deepspeed_config writes it into the run's DeepSpeed config
+    c2=$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); d['id']+='-pin-'+sys.argv[2]; d['offload_pin_memory']=sys.argv[2]=='true'; print(json.dumps(d))" "$case" "$pin")
     timeout "${CASE_TIMEOUT_S:-200}" python3 -m torch.distributed.run --standalone --nproc_per_node "$g" -m probes.run_case \
-      --case "$c2" --out "$OUT/rows.jsonl" --ds-config /tmp/ds.json --steps 3 --warmup 1 --source "probes/device_pin_memory.sh pin_memory=$pin" \
+      --case "$c2" --out "$OUT/rows.jsonl" --steps 3 --warmup 1 --source "probes/device_pin_memory.sh pin_memory=$pin" \
       2>&1 | grep -v "Warning\|warn(" | tail -2
     echo "$id pin=$pin rc=$?"
   done
