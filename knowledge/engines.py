@@ -48,6 +48,20 @@ NORM_TOPK_KERNELS = 2  # renormalised top-k weights (norm_topk_prob): a sum and 
 ALWAYS_RENORMALISE_TYPES = ("mixtral",)
 SHARED_EXPERT_KERNELS = 5  # a shared expert beside the routed ones: gate/up GEMM, SiLU, multiply, down GEMM, the add
 SHARED_GATE_KERNELS = 3  # its sigmoid gate (Qwen2-MoE): a GEMV, the sigmoid, the product
+# Bytes per (token, expert) pair that the fused MoE above moves besides its GEMMs and SiLU-and-multiply, per unit of the
+# hidden size (16-bit rows): the rows gathered into expert order (read 2, written 2) and back to token order (read 2,
+# written 2), the product with the routing weights (read 2, written 2) and the sum over the top k (read 2; its 2-byte
+# output is per token). The two gathers' reads follow the sort's order: ``MOE_INDEXED_ROW_BYTES`` of them pay the
+# indexed rate (``Efficiencies.trace_irregular_bytes_eff``) on top. vLLM's Triton path folds the first gather into its
+# gate/up GEMM and the weights into its down GEMM (its DeepGEMM and CUTLASS paths permute and unpermute as here).
+MOE_ROW_BYTES = 2 * 2 + 2 * 2 + 2 * 2 + 2  # = 14
+MOE_INDEXED_ROW_BYTES = 2 + 2
+# Per token and expert of the router: bf16 logits written, a softmax in fp32 (read 2, written 4), top-k reading them (4);
+# per (token, expert) pair: fp32 weight and int64 id written (12), the one-hot per-expert counts (int64, written and read:
+# 16 per expert)
+MOE_ROUTER_BYTES_PER_EXPERT = 2 + 2 + 4 + 4
+MOE_PAIR_BYTES = 4 + 8
+MOE_COUNT_BYTES_PER_EXPERT = 2 * 8
 
 
 @dataclass(frozen=True)

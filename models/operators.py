@@ -29,6 +29,12 @@ def trace_gemm_efficiency(rows: float, eff: Efficiencies) -> float:
     return eff.trace_gemm_eff_max * rows / (rows + eff.trace_gemm_half_rows)
 
 
+def indexed_byte_s(memory_bps: float, eff: Efficiencies) -> float:
+    """Seconds a byte moved by a kernel that follows an index (a gather, scatter, sort or lookup: MoE routing) costs on
+    top of streaming it: kernel-level rates from ``probes.anatomy``, one rule for training's traces and serving."""
+    return 1.0 / (memory_bps * eff.trace_irregular_bytes_eff)
+
+
 def alignment_factor(k: int, n: int, backward: bool, eff: Efficiencies) -> float:
     """A 16-bit GEMM's share of its aligned rate: 1 where both sizes are multiples of 8 (16 bytes: the tensor cores'
     aligned path), else what probes/gemm_alignment.py measured (an odd vocabulary's LM head: 14% forward, 19% back)."""
@@ -146,7 +152,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     # memory-bound kernels: a bandwidth-bound and an SM-bound share per byte (contiguous kernels stream, strided ones
     # wait on the SMs), and those that follow an index (routing) pay more at the bandwidth
     per_byte_s = eff.trace_stream_hbm_fraction / c.memory_bps + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s
-    per_irregular_s = 1.0 / (c.memory_bps * eff.trace_irregular_bytes_eff)
+    per_irregular_s = indexed_byte_s(c.memory_bps, eff)
     ew_f = max(part.other_bytes_fwd.at(b, n), 0.0)
     ew_b = max(part.other_bytes_bwd.at(b, n), 0.0)
     t_f = ew_f * per_byte_s + max(part.irregular_bytes_fwd.at(b, n), 0.0) * per_irregular_s

@@ -33,15 +33,15 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.engines import (
-    ALWAYS_RENORMALISE_TYPES, DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, NORM_TOPK_KERNELS,
-    PLAIN_MLP_TYPES, POST_NORM_KERNELS, POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
+    ALWAYS_RENORMALISE_TYPES, DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, MOE_COUNT_BYTES_PER_EXPERT,
+    MOE_INDEXED_ROW_BYTES, MOE_PAIR_BYTES, MOE_ROUTER_BYTES_PER_EXPERT, MOE_ROW_BYTES, NORM_TOPK_KERNELS, PLAIN_MLP_TYPES, POST_NORM_KERNELS, POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
 )
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
 from models.architecture import attention_flops, linears, unfused_elementwise_bytes
 from models.calibration import Calibration
-from models.operators import gemm_efficiency
+from models.operators import gemm_efficiency, indexed_byte_s
 from models.serve_memory import chunk_tokens, engine_kv_tokens, max_batch, memory_verdict, weight_bytes
 from models.serve_setup import (
     ServeSetup, expanded_kv_bytes_per_token_layer, expected_experts, make_setup, replicas_of, resolve_format,
@@ -172,7 +172,37 @@ def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: b
         att_eff = e.prefill_attention_eff if not s.engine_style else e.attention_eff
         ops.append(Op(flops / (c.matmul_flops * att_eff), mem, "kv"))
     ops.append(Op(0.0, _elementwise_bytes_per_token(s) * tokens / (c.memory_bps * e.memory_eff), "act"))
+    streamed, indexed = moe_routing_bytes_per_token(a)
+    if streamed:
+        ops.append(Op(0.0, tokens * (streamed / (c.memory_bps * e.memory_eff) + indexed * indexed_byte_s(c.memory_bps, e)), "act"))
     return ops
+
+
+def shared_expert_width(a: ModelArch) -> int:
+    """The MLP width of an MoE layer's always-on shared experts, from the config (Qwen2-MoE's one expert, DeepSeek's
+    n_shared_experts of the routed width, Granite's shared_intermediate_size); 0 without."""
+    cfg = a.hf_config or {}
+    if cfg.get("shared_expert_intermediate_size"):
+        return int(cfg["shared_expert_intermediate_size"])
+    if cfg.get("n_shared_experts"):
+        return int(cfg["n_shared_experts"]) * int(cfg.get("moe_intermediate_size") or a.intermediate_size)
+    return int(cfg.get("shared_intermediate_size") or 0)
+
+
+def moe_routing_bytes_per_token(a: ModelArch) -> tuple[float, float]:
+    """(all, indexed) bytes per token of an MoE layer's routing beyond its GEMMs and the routed SiLU-and-multiply
+    (``knowledge.engines``: the router, the counts, the rows gathered to expert order and back, weighted and summed over
+    the top k; a shared expert's SiLU-and-multiply, and with a gate its product and the add). The indexed bytes are
+    also in the first figure. Whole rows on every tensor-parallel rank (the tokens are replicated). (0, 0) if dense."""
+    if not a.is_moe:
+        return 0.0, 0.0
+    k, h, e = a.num_experts_per_tok, a.hidden_size, a.num_local_experts
+    routing = (e * (MOE_ROUTER_BYTES_PER_EXPERT + k * MOE_COUNT_BYTES_PER_EXPERT) + k * MOE_PAIR_BYTES
+               + k * h * MOE_ROW_BYTES + 2.0 * h)
+    shared = shared_expert_width(a)
+    if shared:  # its SiLU-and-multiply as the routed one's (6 B a unit), the gate's product (4 B) and the add (6 B)
+        routing += 6.0 * shared + 10.0 * h
+    return routing, k * h * MOE_INDEXED_ROW_BYTES
 
 
 def _head_op(s: ServeSetup, rows: int) -> Op:
@@ -195,7 +225,7 @@ def fused_moe_kernels(a: ModelArch) -> int:
     if not a.is_moe:
         return 0
     cfg = a.hf_config or {}
-    shared = bool(cfg.get("shared_expert_intermediate_size") or cfg.get("n_shared_experts"))
+    shared = shared_expert_width(a) > 0
     renormalise = bool(cfg.get("norm_topk_prob")) or a.hf_model_type in ALWAYS_RENORMALISE_TYPES
     return (FUSED_MOE_KERNELS - DENSE_MLP_KERNELS + NORM_TOPK_KERNELS * renormalise
             + SHARED_EXPERT_KERNELS * shared + SHARED_GATE_KERNELS * (shared and a.hf_model_type == "qwen2_moe"))

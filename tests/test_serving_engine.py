@@ -249,3 +249,29 @@ def test_the_serving_search_load_and_the_measured_rows_use_the_layout_too(monkey
            "case": {"id": "g", "hardware": "h100x1", "model": GEMMA, "task": "serve", "engine": "vllm"}}
     (r,) = serving_rows([Measurement.model_validate(row)])
     assert r.arch.kv_groups and len(r.arch.kv_groups) == 2
+
+
+def test_moe_routing_moves_its_rows_as_the_fused_moe_does():
+    """OLMoE (64 experts, top 8, hidden 2048, no shared expert): 14 B a routed row (two gathers, the weighting, the sum)
+    plus the router and the counts; Qwen1.5-MoE adds its shared expert's activation, gate product and add; a dense
+    model moves none. The prefill pays exactly these bytes beyond the dense layer's."""
+    from models.serving import moe_routing_bytes_per_token, pass_time, shared_expert_width
+
+    olmoe = resolve_model("knowledge/data/configs/olmoe-1b-7b.json")
+    total, indexed = moe_routing_bytes_per_token(olmoe)
+    assert indexed == 8 * 2048 * 4
+    assert total == 64 * (12 + 8 * 16) + 8 * 12 + 8 * 2048 * 14 + 2 * 2048
+    qwen = resolve_model("knowledge/data/configs/qwen1.5-moe-a2.7b.json")
+    assert shared_expert_width(qwen) == 5632
+    assert moe_routing_bytes_per_token(qwen)[0] == (60 * (12 + 4 * 16) + 4 * 12 + 4 * 2048 * 14 + 2 * 2048
+                                                    + 6 * 5632 + 10 * 2048)
+    assert moe_routing_bytes_per_token(resolve_model("llama3-8b")) == (0.0, 0.0)
+    platform = resolve_platform("h100x1")
+    s = make_setup(olmoe, platform, from_fit(platform, EFF), engine="vllm")
+    c = s.c
+    with_routing = pass_time(s, 4, 2048, 0, decode=False).elementwise_s
+    expected = olmoe.num_hidden_layers * 4 * 2048 * (total / (c.memory_bps * EFF.memory_eff)
+                                                      + indexed / (c.memory_bps * EFF.trace_irregular_bytes_eff))
+    from models.serving import _elementwise_bytes_per_token
+    dense_part = olmoe.num_hidden_layers * 4 * 2048 * _elementwise_bytes_per_token(s) / (c.memory_bps * EFF.memory_eff)
+    assert with_routing == pytest.approx(dense_part + expected, rel=1e-9)
