@@ -135,7 +135,7 @@ def moe_structure(arch: ModelArch) -> dict[str, Any]:
 
 def family_structure(arch: ModelArch) -> dict[str, Any]:
     """What a family's layer does beyond Llama's, read from its config as transformers fills it in."""
-    build = {"starcoder2": starcoder2_structure, "gemma2": gemma2_structure}.get(arch.hf_model_type or "")
+    build = {"starcoder2": starcoder2_structure, "gemma2": gemma2_structure, "phi3": phi3_structure}.get(arch.hf_model_type or "")
     return build(transformers_config(arch), arch.num_hidden_layers) if build else {}
 
 
@@ -144,6 +144,12 @@ def starcoder2_structure(cfg: Any, layers: int) -> dict[str, Any]:
     layer."""
     return {"layer_norm": True, "gated": False, "gelu": is_gelu(cfg.hidden_act), "linear_bias": bool(cfg.use_bias),
             "qkv_bias": bool(cfg.use_bias), "windows": layer_windows(cfg, layers)}
+
+
+def phi3_structure(cfg: Any, layers: int) -> dict[str, Any]:
+    """Phi-3's attention passes the config's ``sliding_window`` on every layer (transformers' Phi3Attention; the 4k
+    models' 2,047): Llama's layer otherwise (its fused qkv and gate/up are the engine's own layout)."""
+    return {"windows": layer_windows(cfg, layers)}
 
 
 def gemma2_structure(cfg: Any, layers: int) -> dict[str, Any]:

@@ -26,9 +26,9 @@ VOCAB = 128
 MIXTRAL = {"model_type": "mixtral", "hidden_size": 2048, "intermediate_size": 4096, "num_local_experts": 8,
            "num_experts_per_tok": 2, "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 4,
            "vocab_size": 32000, "tie_word_embeddings": False}
-FAMILIES = ["starcoder2-3b", "gemma-2-2b", "qwen3-4b", "olmoe-1b-7b", "qwen1.5-moe-a2.7b", "granite-3.0-2b", "mixtral"]
+FAMILIES = ["starcoder2-3b", "gemma-2-2b", "phi-3-mini-4k", "qwen3-4b", "olmoe-1b-7b", "qwen1.5-moe-a2.7b", "granite-3.0-2b", "mixtral"]
 MOE = ["olmoe-1b-7b", "qwen1.5-moe-a2.7b", "mixtral"]
-WINDOWED = ["starcoder2-3b", "gemma-2-2b"]
+WINDOWED = ["starcoder2-3b", "gemma-2-2b", "phi-3-mini-4k"]
 
 
 def tiny_config(name: str, **changes) -> dict:
@@ -138,7 +138,18 @@ def test_chunked_prefill_across_the_window_equals_one_prefill(name, attn, tmp_pa
 @pytest.mark.parametrize("name", WINDOWED)
 def test_the_windows_are_the_configs(name, tmp_path):
     s = shapes(tiny(name, tmp_path, num_hidden_layers=4))
-    assert s.windows == ((WINDOW,) * 4 if name == "starcoder2-3b" else (WINDOW, None, WINDOW, None))  # Gemma-2 alternates
+    assert s.windows == ((WINDOW, None, WINDOW, None) if name == "gemma-2-2b" else (WINDOW,) * 4)  # Gemma-2 alternates
+
+
+def test_the_windows_are_the_layouts_the_advisor_reads_from_transformers(tmp_path):
+    """The layer's windows and the serving layout's KV groups (read from transformers' own attention modules) agree:
+    Phi-3-mini-4k slides 2,047 on all 32 layers, in the emulation and in the prediction alike."""
+    from advisor.predictor import Predictor
+
+    arch = resolve_model("knowledge/data/configs/phi-3-mini-4k.json")
+    layout = Predictor().serving_layout(arch)
+    assert [(g.layers, g.window) for g in layout.kv_groups] == [(32, 2047)]
+    assert shapes(arch).windows == (2047,) * 32
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "bmm"])
