@@ -26,6 +26,12 @@ from dataclasses import dataclass
 # four products, a subtraction, an addition, the concatenation), 2 cache writes, attention, 2 residual adds, SiLU
 # and the multiply (one query per sequence: laying attention's output out for the output GEMM is a view).
 ROPE_KERNELS = 13
+# Bytes per element of q and k that those rotary kernels move (per element: the four half-width products 2 B each, the
+# subtraction and the addition 3 B each, the concatenation 4 B = 18), where a fused in-place rotary kernel moves 4: the
+# emulation's prefill chunks spend 14-18% of their GPU time there and on the strided reads of q and k from the fused QKV
+# output (probes/engine_profile.py, logs/h100x1-engine-profile-2026-11-28.jsonl: OLMo-2-1B, SmolLM2, whose K is as wide
+# as Q, were predicted 13-15% fast in prefill with 4)
+ROPE_BYTES_PER_ELEMENT = 18.0
 ENGINE_LAYER_KERNELS = 2 + 4 + 2 * ROPE_KERNELS + 2 + 1 + 2 + 2  # = 39
 QK_NORM_KERNELS = 2  # Qwen3 / OLMo-2 normalise q and k per head: one RMSNorm kernel each
 QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2", "olmoe")  # model types whose attention normalises q and k

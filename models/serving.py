@@ -34,14 +34,15 @@ from dataclasses import dataclass
 from knowledge.efficiency import Efficiencies
 from knowledge.engines import (
     ALWAYS_RENORMALISE_TYPES, DEFAULT_ENGINE, DENSE_MLP_KERNELS, FUSED_MOE_KERNELS, MOE_COUNT_BYTES_PER_EXPERT,
-    MOE_INDEXED_ROW_BYTES, MOE_PAIR_BYTES, MOE_ROUTER_BYTES_PER_EXPERT, MOE_ROW_BYTES, NORM_TOPK_KERNELS, PLAIN_MLP_TYPES, POST_NORM_KERNELS, POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
+    MOE_INDEXED_ROW_BYTES, MOE_PAIR_BYTES, MOE_ROUTER_BYTES_PER_EXPERT, MOE_ROW_BYTES, NORM_TOPK_KERNELS, PLAIN_MLP_TYPES,
+    ROPE_BYTES_PER_ELEMENT, POST_NORM_KERNELS, POST_NORM_TYPES, QK_NORM_KERNELS, QK_NORM_TYPES, SHARED_EXPERT_KERNELS, SHARED_GATE_KERNELS,
 )
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
 from models.architecture import attention_flops, linears, unfused_elementwise_bytes
 from models.calibration import Calibration
-from models.operators import gemm_efficiency, indexed_byte_s
+from models.operators import gemm_efficiency, head_size_factor, indexed_byte_s
 from models.serve_memory import chunk_tokens, engine_kv_tokens, max_batch, memory_verdict, weight_bytes
 from models.serve_setup import (
     ServeSetup, expanded_kv_bytes_per_token_layer, expected_experts, make_setup, replicas_of, resolve_format,
@@ -137,12 +138,12 @@ def _linear_ops(s: ServeSetup, tokens: float, decode: bool) -> list[Op]:
 def _elementwise_bytes_per_token(s: ServeSetup) -> float:
     """Norms, RoPE, residuals, SwiGLU activation of one layer, bytes per token. Unfused (the probed runtime):
     norms upcast to fp32, each step its own kernel. An engine's fused kernels: two add+norm passes (read x and
-    the residual, write both), rotary in place on q and k, SiLU-and-multiply (read two, write one)."""
+    the residual, write both), rotary on q and k as the emulation runs it (ROPE_BYTES_PER_ELEMENT), SiLU-and-multiply (read two, write one)."""
     a, t = s.arch, s.tp
     hq, kv = a.num_attention_heads * a.head_size / t, s.kv_heads_per_gpu * a.head_size
     mlp = a.intermediate_size * a.num_experts_per_tok / t
     if s.engine_style:
-        return 2 * 8.0 * a.hidden_size + 4.0 * (hq + kv) + 6.0 * mlp
+        return 2 * 8.0 * a.hidden_size + ROPE_BYTES_PER_ELEMENT * (hq + kv) + 6.0 * mlp
     return unfused_elementwise_bytes(a.hidden_size, hq, kv, mlp)
 
 
@@ -170,6 +171,8 @@ def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: b
         # the probed runtime's captured prefill attends through a mask; engines run causal FlashAttention, whose
         # efficiency the training fit measured (forward and backward)
         att_eff = e.prefill_attention_eff if not s.engine_style else e.attention_eff
+        # at the rate of the model's head size, as training's fused attention (head 64: 0.82, 96: 0.73, > 128: 0.76)
+        att_eff *= head_size_factor(a.head_size, e)
         ops.append(Op(flops / (c.matmul_flops * att_eff), mem, "kv"))
     ops.append(Op(0.0, _elementwise_bytes_per_token(s) * tokens / (c.memory_bps * e.memory_eff), "act"))
     streamed, indexed = moe_routing_bytes_per_token(a)

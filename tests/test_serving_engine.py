@@ -136,6 +136,21 @@ def test_measured_rows_without_an_engine_are_the_transformers_runtime():
     assert [r.case.engine for r in rows] == ["transformers", "vllm"]
 
 
+def test_an_emulated_windowed_run_past_its_window_scores_no_peak():
+    """The emulation keeps every cached position of a sliding layer; an engine frees those behind the window, as the
+    prediction counts them: past the window the run's peak is not the case's (its timings still are)."""
+    def row(kv: int, notes: str) -> dict:
+        return {"dataset": "own-h100x1", "source": "probes.engine_sweep", "notes": notes,
+                "measured": {"decode_step_s": 0.01, "prefill_s": 0.1, "peak_mem_gib": 9.0},
+                "case": {"id": f"r{kv}{len(notes)}", "hardware": "h100x1", "model": "knowledge/data/configs/phi-3-mini-4k.json",
+                         "task": "serve", "batch_size": 4, "prompt_len": kv, "kv_len": kv, "engine": "vllm"}}
+    windowed = "attention=sdpa; window=2047 on 32 of 32 layers (decode reads the window's positions)"
+    rows = serving_rows([Measurement.model_validate(row(1024, windowed)), Measurement.model_validate(row(4095, windowed)),
+                         Measurement.model_validate(row(4095, "attention=sdpa; window=none"))])
+    assert [r.peak_comparable for r in rows] == [True, False, True]
+    assert all(r.target[0] == 0.1 for r in rows)
+
+
 def _cli(*args: str):
     from advisor import cli
 

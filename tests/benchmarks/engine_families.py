@@ -21,7 +21,7 @@ from pathlib import Path
 
 OWN = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own"
 FIELDS = ("decode_step_s", "prefill_s")
-NEWEST_GRID = "engine-families-4-"  # 2026-11-28, after the MoE routing's bytes
+NEWEST_GRIDS = ("engine-families-4-", "engine-families-5-")  # 2026-11-28, after the MoE routing's bytes
 
 
 def lines(path: Path) -> list[dict]:
@@ -65,7 +65,7 @@ def main() -> None:
     stored, today, new_stored = [], [], []
     predictor = Predictor()
     for runs in sorted(OWN.glob("*-engine-families-*.jsonl")):
-        newest = NEWEST_GRID in runs.name
+        newest = any(g in runs.name for g in NEWEST_GRIDS)
         preds = OWN / "logs" / re.sub(r"-(\d{4}-\d\d-\d\d)\.jsonl$", r"-predictions-\1.jsonl", runs.name)
         before = {p["id"]: p for p in lines(preds)}
         for row in lines(runs):
@@ -86,8 +86,9 @@ def main() -> None:
                 new_stored.append((case, before[case["id"]], m))
     report("stored before the runs", stored)
     report("code of today", today)
-    report(f"stored before the runs, grid {NEWEST_GRID!r} only (Mixtral and Qwen3-MoE engine-style, Phi-3-mini, OLMo-2, "
-           "Mistral-Nemo: families never run engine-style, predicted by the fit of every earlier row)", new_stored)
+    report("stored before the runs, grids 4 and 5 of 2026-11-28 only (Mixtral and Qwen3-MoE engine-style, Phi-3-mini, "
+           "OLMo-2, Mistral-Nemo; Phi-4-mini, Qwen2.5-3B, SmolLM2, Qwen3-14B: never run engine-style, predicted by the fit "
+           "of every earlier row)", new_stored)
 
 
 if __name__ == "__main__":
