@@ -21,7 +21,14 @@ from pathlib import Path
 
 OWN = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own"
 FIELDS = ("decode_step_s", "prefill_s")
-NEWEST_GRIDS = ("engine-families-4-", "engine-families-5-")  # 2026-11-28, after the MoE routing's bytes
+# 2026-11-28: grids 4 and 5 predicted after the MoE routing's bytes; grid 6 after the rotary's bytes and the head size's
+# attention rate too (each grid's predictions stored before its call, with that moment's code and fit)
+NEWEST_GRIDS = {"engine-families-4-": "4 and 5", "engine-families-5-": "4 and 5", "engine-families-6-": "6"}
+NEWEST_LABELS = {
+    "4 and 5": "Mixtral and Qwen3-MoE engine-style, Phi-3-mini, OLMo-2, Mistral-Nemo; Phi-4-mini, Qwen2.5-3B, SmolLM2, "
+               "Qwen3-14B",
+    "6": "Phi-3-medium, Qwen3-1.7B, Llama-2-13B and Llama-3.2-3B engine-style",
+}
 
 
 def lines(path: Path) -> list[dict]:
@@ -62,10 +69,11 @@ def main() -> None:
     from advisor.predictor import Predictor
     from knowledge.schema import ServeCase
 
-    stored, today, new_stored = [], [], []
+    stored, today = [], []
+    new_stored: dict[str, list] = defaultdict(list)
     predictor = Predictor()
     for runs in sorted(OWN.glob("*-engine-families-*.jsonl")):
-        newest = any(g in runs.name for g in NEWEST_GRIDS)
+        newest = next((label for g, label in NEWEST_GRIDS.items() if g in runs.name), None)
         preds = OWN / "logs" / re.sub(r"-(\d{4}-\d\d-\d\d)\.jsonl$", r"-predictions-\1.jsonl", runs.name)
         before = {p["id"]: p for p in lines(preds)}
         for row in lines(runs):
@@ -83,13 +91,12 @@ def main() -> None:
             stored.append((case, before[case["id"]], m))
             today.append((case, predictor.predict(user).model_dump(), m))
             if newest:
-                new_stored.append((case, before[case["id"]], m))
+                new_stored[newest].append((case, before[case["id"]], m))
     report("stored before the runs", stored)
     report("code of today", today)
-    report("stored before the runs, grids 4 and 5 of 2026-11-28 only (Mixtral and Qwen3-MoE engine-style, Phi-3-mini, "
-           "OLMo-2, Mistral-Nemo; Phi-4-mini, Qwen2.5-3B, SmolLM2, Qwen3-14B: never run engine-style, predicted by the fit "
-           "of every earlier row)", new_stored)
-
+    for label, pairs in sorted(new_stored.items()):
+        report(f"stored before the runs, grid {label} of 2026-11-28 only ({NEWEST_LABELS[label]}: never run engine-style, "
+               "predicted by the fit of every earlier row)", pairs)
 
 if __name__ == "__main__":
     main()
