@@ -37,7 +37,9 @@ def lines(path: Path) -> list[dict]:
 
 def family(case: dict) -> str:
     model = case["model"]
-    return Path(model).stem if isinstance(model, str) else model.get("name", "inline")
+    if not isinstance(model, str):
+        return model.get("name", "inline")
+    return Path(model).stem if model.endswith(".json") else model  # a catalog name keeps its dots (llama3.2-3b)
 
 
 def line(label: str, errs: list[float]) -> str:
