@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from knowledge.engines import QK_NORM_TYPES
 from knowledge.schema import ModelArch
 
 
@@ -75,10 +76,13 @@ class Shapes:
     attn_softcap: float = 0.0  # Gemma-2's attention-logit soft-cap: recorded, not applied (SDPA takes none)
 
     @classmethod
-    def of(cls, arch: ModelArch, qk_norm: bool = False) -> "Shapes":
+    def of(cls, arch: ModelArch, qk_norm: bool | None = None) -> "Shapes":
         """The shapes of ``arch``; its family's structure read from its config (transformers' defaults filled in).
+        ``qk_norm`` defaults to whether the family normalises q and k (``knowledge.engines.QK_NORM_TYPES``).
         A family this layer does not build raises a ValueError naming what is missing."""
         check_buildable(arch)
+        if qk_norm is None:
+            qk_norm = arch.hf_model_type in QK_NORM_TYPES
         base = cls(arch.hidden_size, arch.intermediate_size, arch.num_hidden_layers, arch.num_attention_heads,
                    arch.num_key_value_heads, arch.head_size, arch.vocab_size, arch.attention_bias, qk_norm,
                    arch.tie_word_embeddings, qk_norm_full=qk_norm and arch.hf_model_type in QK_NORM_FULL_WIDTH_TYPES)

@@ -12,7 +12,6 @@ import json
 import time
 from collections import defaultdict
 
-from knowledge.engines import QK_NORM_TYPES
 from probes.engine_model import EngineDecoder, Shapes
 from probes.run_case import environment, resolve_arch
 
@@ -30,7 +29,7 @@ def profile(model: str, seqs: int, tokens: int, repeats: int = 3) -> dict:
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
     arch = resolve_arch(model)
-    dec = EngineDecoder(Shapes.of(arch, qk_norm=arch.hf_model_type in QK_NORM_TYPES), torch.device("cuda"), torch.bfloat16)
+    dec = EngineDecoder(Shapes.of(arch), torch.device("cuda"), torch.bfloat16)
     ids = torch.randint(0, dec.s.vocab, (seqs, tokens), device="cuda")
     with torch.inference_mode():
         dec.allocate(seqs, tokens + 1)

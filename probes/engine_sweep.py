@@ -37,7 +37,6 @@ import sys
 import time
 from typing import Any, Callable
 
-from knowledge.engines import QK_NORM_TYPES  # model types whose attention normalises q and k
 from knowledge.schema import Measured, Measurement
 from probes.engine_model import EngineDecoder, Shapes, attention_that_runs
 from probes.run_case import environment, resolve_arch
@@ -214,9 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     for text in args.model:
         arch_arg = parse_model(text)
         arch = resolve_arch(arch_arg)
-        qk = arch.hf_model_type in QK_NORM_TYPES
         t0 = time.monotonic()
-        dec = EngineDecoder(Shapes.of(arch, qk_norm=qk), device, dtype)
+        dec = EngineDecoder(Shapes.of(arch), device, dtype)
         print(f"{arch.name}: built in {time.monotonic() - t0:.1f} s", flush=True)
         attn = attention_that_runs(dec, args.attn)
         if attn != args.attn:

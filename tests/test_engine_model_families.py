@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from knowledge.catalog import resolve_model
-from knowledge.engines import ENGINE_LAYER_KERNELS, QK_NORM_TYPES
+from knowledge.engines import ENGINE_LAYER_KERNELS
 from knowledge.schema import Measurement
 from models.serving import engine_layer_kernels
 from probes import engine_sweep
@@ -53,7 +53,7 @@ def tiny(name: str, tmp_path, **changes):
 
 
 def shapes(arch) -> Shapes:
-    return Shapes.of(arch, qk_norm=arch.hf_model_type in QK_NORM_TYPES)
+    return Shapes.of(arch)
 
 
 def decoder(name: str, tmp_path, dtype=torch.float32) -> EngineDecoder:
