@@ -448,6 +448,7 @@ class Measured(Strict):
     tokens_per_s: float | None = None
     step_time_s: float | None = None
     peak_mem_gib: float | None = None  # torch.cuda.max_memory_allocated, GiB
+    peak_reserved_gib: float | None = None  # torch.cuda.max_memory_reserved, GiB (recorded since 2026-11-28)
     peak_mem_gb_reported: float | None = None  # a published figure in decimal GB of unstated meaning
     forward_s: float | None = None
     backward_s: float | None = None

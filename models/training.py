@@ -9,7 +9,7 @@ from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
 from models.memory import STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, training_memory, usable_gib
-from models.oom import P_OOM_FITS, device_rel_error, p_exceeds, p_oom
+from models.oom import P_OOM_FITS, device_spread, p_exceeds, p_oom
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
 
@@ -24,7 +24,7 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
     host_gib = mem.host / GiB
-    error = device_rel_error(s.trace is not None, s.zero == 3)
+    error = device_spread(s.case.engine, s.zero == 3 and s.case.engine == "deepspeed")
     p = p_oom(peak, cap, host_gib, cal.host_ram_gib, error)
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
     if peak > cap:

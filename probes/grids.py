@@ -1350,7 +1350,43 @@ def _study_settings(hw: str, p2p: bool) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-blind-families": _blind_families, "h200x2-blind-families": _blind_families_2gpu,
+def _oom_boundary(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Runs predicted at 85-97% of the usable GPU memory, where the verdict is decided (2026-11-28): before, one sigma
+    of 3% around a traced peak called them all fitting; the spread fitted to which runs ran out (``models.oom``) refuses
+    DeepSpeed's above about 88% and PyTorch's above about 93%. DeepSpeed ZeRO 0-2 and PyTorch; full, LoRA and QLoRA;
+    families run before (the boundary, not the family, is under test). Predictions stored before they run; the rows
+    carry ``peak_reserved_gib`` (the allocator's reserve, first recorded by this grid)."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    if hw == "h200x1":
+        return [
+            c("q4-full-ds-z2-mb5", "q4", "pretrain", micro_batch_size=5, zero_stage=2, **ds),
+            c("g2-full-pt-mb6", "g2", "pretrain", micro_batch_size=6, **pt),
+            c("gran-lora-ds-z2-mb8-s4096", "gran", "finetune", method="lora", micro_batch_size=8, seq_len=4096, zero_stage=2, **ds),
+            c("phi4-lora-ds-z0-mb5-s4096", "phi4", "finetune", method="lora", micro_batch_size=5, seq_len=4096, **ds),
+            c("helium-lora-ds-z1-mb24", "helium", "finetune", method="lora", micro_batch_size=24, zero_stage=1, **ds),
+            c("nemo-lora-pt-mb10", "nemo", "finetune", method="lora", micro_batch_size=10, **pt),
+            c("slm-full-ds-z1-mb8-s4096", "slm", "pretrain", micro_batch_size=8, seq_len=4096, zero_stage=1, **ds),
+            c("olmo2-lora-pt-mb10-s4096", "olmo2", "finetune", method="lora", micro_batch_size=10, seq_len=4096, **pt),
+            c("phi-lora-pt-mb7-s4096", "phi", "finetune", method="lora", micro_batch_size=7, seq_len=4096, **pt),
+            c("qwen25-full-ds-z0-mb7", "qwen25", "pretrain", micro_batch_size=7, **ds),
+        ]
+    return [
+        c("slm-full-ds-z1-mb4-s4096", "slm", "pretrain", micro_batch_size=4, seq_len=4096, zero_stage=1, **ds),
+        c("sc2-qlora-pt-mb4-s4096", "sc2", "finetune", method="qlora", micro_batch_size=4, seq_len=4096, **pt),
+        c("nemo-lora-pt-mb5", "nemo", "finetune", method="lora", micro_batch_size=5, **pt),
+        c("helium-lora-ds-z1-mb12", "helium", "finetune", method="lora", micro_batch_size=12, zero_stage=1, **ds),
+        c("olmo2-lora-pt-mb6-s4096", "olmo2", "finetune", method="lora", micro_batch_size=6, seq_len=4096, **pt),
+        c("qwen25-full-ds-z0-mb1", "qwen25", "pretrain", micro_batch_size=1, **ds),
+        c("smol3-full-ds-z2-mb2", "smol3", "pretrain", micro_batch_size=2, zero_stage=2, **ds),
+        c("g2-full-pt-mb2", "g2", "pretrain", micro_batch_size=2, **pt),
+        c("phi4-lora-ds-z0-mb3-s4096", "phi4", "finetune", method="lora", micro_batch_size=3, seq_len=4096, **ds),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h200ob"),
+                         "h100-oom-boundary": lambda: _oom_boundary("h100x1", "h100ob"),
+                         "h100-blind-families": _blind_families, "h200x2-blind-families": _blind_families_2gpu,
                          "h100-unrun-families": _unrun_families, "h100-unrun-families-again": _unrun_families_again, "h200x2-unrun-families": _unrun_families_2gpu,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),

@@ -80,8 +80,19 @@ def peak_gib(dev: Any) -> float | None:
     return torch.cuda.max_memory_allocated(dev) / 2**30
 
 
+def peak_reserved_gib(dev: Any) -> float | None:
+    """``torch.cuda.max_memory_reserved`` since process start, GiB (what the caching allocator held: the tensors plus
+    its fragmentation, the quantity that runs out); None off CUDA."""
+    import torch
+
+    if dev.type != "cuda":
+        return None
+    return torch.cuda.max_memory_reserved(dev) / 2**30
+
+
 def oom_measured(e: BaseException, dev: Any) -> Measured:
-    return Measured(oom=True, failure="device_oom", peak_mem_gib=peak_gib(dev), error=f"CUDA out of memory: {one_line(e, 200)}")
+    return Measured(oom=True, failure="device_oom", peak_mem_gib=peak_gib(dev), peak_reserved_gib=peak_reserved_gib(dev),
+                    error=f"CUDA out of memory: {one_line(e, 200)}")
 
 
 def _reduce_over_ranks(value: float | None, d: Dist, op: str = "max") -> float | None:
@@ -216,12 +227,14 @@ def _run(case: TrainCase, arch: ModelArch, d: Dist, steps: int, warmup: int, ds_
         step(phases)
     step_time = statistics.median(times)
     peak = _reduce_over_ranks(peak_gib(d.device), d)
+    reserved = _reduce_over_ranks(peak_reserved_gib(d.device), d)
     tokens = case.micro_batch_size * case.seq_len * case.grad_accum * d.world
     del model
     return Measured(
         tokens_per_s=tokens / step_time,
         step_time_s=step_time,
         peak_mem_gib=peak,
+        peak_reserved_gib=reserved,
         forward_s=phases[0] if phases else None,
         backward_s=phases[1] if phases else None,
         optimizer_s=phases[2] if phases else None,
