@@ -23,25 +23,29 @@ class Spread(NamedTuple):
     sigma: float
 
 
-# Fitted to outcomes: every own run that ran or ran out of GPU memory (n=485: 189 DeepSpeed ZeRO 0-2, 231 PyTorch,
-# 65 ZeRO-3; 49 out of memory), probit maximum likelihood with sigma no tighter than the peak itself is predicted
-# (held out 1.7-3%), tests/benchmarks/oom_boundary.py and its output (2026-11-28). DeepSpeed ran out from 90% of the
-# usable memory on (its flat buffers and buckets fragment the reserve), PyTorch from 96%; ZeRO-3 gathers and frees every
-# layer's parameters. Held out by family the verdicts went from 478/485 right with 4 runs called fitting that crashed
-# (one sigma of 3-8% around the peak, no bias) to 473/485 with none (12 that ran were refused).
+# Fitted to outcomes: every own run that ran or ran out of GPU memory (n=495: 235 PyTorch, 195 DeepSpeed ZeRO 0-2,
+# 65 ZeRO-3; 52 out of memory), probit maximum likelihood with sigma no tighter than the peak itself is predicted (held
+# out 1.7-3%), tests/benchmarks/oom_boundary.py and its output (2026-11-28). Full training fragments the reserve most
+# (its gradients and optimizer states are allocated among the activations): it ran out from 90% of the usable memory on;
+# adapters under PyTorch ran up to 96%; ZeRO-3 gathers and frees every layer's parameters. Held out by family the
+# verdicts went from 484/495 right with 7 runs called fitting that crashed (one sigma of 3-8% around the peak, no bias)
+# to 482/495 with none (13 that ran refused). One spread for every regime scored a better held-out likelihood (-24.8
+# against -32.9) but refused 8 more runs that ran; the verdict is what a user acts on.
 # Host RAM: the offload runs' held-out error (3.8%, n=10, 2026-11-23), no bias.
-DEVICE_SPREAD = {"deepspeed": Spread(0.076, 0.041), "pytorch": Spread(0.046, 0.020), "zero3": Spread(0.054, 0.054)}
+DEVICE_SPREAD = {"pytorch-adapters": Spread(0.036, 0.020), "pytorch-full": Spread(0.100, 0.020),
+                 "deepspeed-adapters": Spread(0.058, 0.036), "deepspeed-full": Spread(0.094, 0.035),
+                 "zero3": Spread(0.054, 0.054)}
 HOST_SPREAD = Spread(0.0, 0.038)
 
 
-def regime_of(engine: str, zero3: bool) -> str:
+def regime_of(engine: str, zero3: bool, adapters: bool) -> str:
     """The regime whose spread a predicted GPU peak has (a key of ``DEVICE_SPREAD``): DeepSpeed's ZeRO-3, else the
-    engine."""
-    return "zero3" if zero3 else engine
+    engine and whether the base weights are trained (full) or frozen under adapters (LoRA, QLoRA)."""
+    return "zero3" if zero3 else f"{engine}-{'adapters' if adapters else 'full'}"
 
 
-def device_spread(engine: str, zero3: bool) -> Spread:
-    return DEVICE_SPREAD[regime_of(engine, zero3)]
+def device_spread(engine: str, zero3: bool, adapters: bool) -> Spread:
+    return DEVICE_SPREAD[regime_of(engine, zero3, adapters)]
 
 
 def p_exceeds(need: float, capacity: float, spread: Spread) -> float:

@@ -24,7 +24,7 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
     host_gib = mem.host / GiB
-    error = device_spread(s.case.engine, s.zero == 3 and s.case.engine == "deepspeed")
+    error = device_spread(s.case.engine, s.zero == 3 and s.case.engine == "deepspeed", s.case.method != "full")
     p = p_oom(peak, cap, host_gib, cal.host_ram_gib, error)
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
     if peak > cap:

@@ -16,6 +16,9 @@ import math
 import time
 from collections import defaultdict
 
+import numpy as np
+from scipy.special import log_ndtr
+
 from models.oom import DEVICE_SPREAD, P_OOM_FITS, Spread, p_exceeds, regime_of
 
 SIGMAS = [i / 1000 for i in range(20, 151)]  # no tighter than the peak itself is predicted (held out 1.7-3%, models.oom)
@@ -39,8 +42,9 @@ def outcomes() -> list[dict]:
         p = r.predict(cal)
         zero3 = r.case.zero_stage == 3 and r.case.engine == "deepspeed"
         out.append({"need": p.peak_mem_gib, "before": BEFORE["zero3" if zero3 else "trace" if r.trace is not None else "hand"], "usable": usable_gib(r.platform.gpu.memory_gib, cal.eff),
-                    "regime": regime_of(r.case.engine, zero3),
+                    "regime": regime_of(r.case.engine, zero3, r.case.method != "full"),
                     "family": r.arch.hf_model_type or r.arch.name, "oom": r.failure == "device_oom",
+                    "engine": r.case.engine, "zero3": zero3, "adapters": r.case.method != "full",
                     "label": f"{r.platform.id} {r.arch.hf_model_type or r.arch.name} {r.case.engine} z{r.case.zero_stage} "
                              f"{r.case.method} mb{r.case.micro_batch_size} s{r.case.seq_len}"})
     return out
@@ -60,9 +64,18 @@ def log_likelihood(rows: list[dict], spread: Spread) -> float:
 
 
 def fit_spread(rows: list[dict], biased: bool) -> Spread:
-    """Maximum likelihood (bias, sigma) of the outcomes ``rows``; bias 0 unless ``biased``."""
-    grid = [Spread(b, s) for b in (BIASES if biased else [0.0]) for s in SIGMAS]
-    return max(grid, key=lambda bs: log_likelihood(rows, bs)) if rows else Spread(0.0, math.nan)
+    """Maximum likelihood (bias, sigma) of the outcomes ``rows`` over the grid; bias 0 unless ``biased``."""
+    if not rows:
+        return Spread(0.0, math.nan)
+    bias = np.array(BIASES if biased else [0.0])[:, None, None]
+    sigma = np.array(SIGMAS)[None, :, None]
+    need = np.array([r["need"] for r in rows])[None, None, :]
+    usable = np.array([r["usable"] for r in rows])[None, None, :]
+    z = (need * (1 + bias) - usable) / (sigma * need)  # P(OOM) = Phi(z)
+    sign = np.where([r["oom"] for r in rows], 1.0, -1.0)[None, None, :]
+    ll = log_ndtr(sign * z).sum(axis=2)
+    i, j = np.unravel_index(np.argmax(ll), ll.shape)
+    return Spread(float(bias[i, 0, 0]), float(sigma[0, j, 0]))
 
 
 def verdicts(rows: list[dict], spread_of) -> tuple[int, int, int]:
@@ -76,14 +89,24 @@ def verdicts(rows: list[dict], spread_of) -> tuple[int, int, int]:
     return right, crashed, refused
 
 
-def held_out_spreads(rows: list[dict], regimes: list[str], biased: bool) -> dict[int, Spread]:
-    """Each run's spread fitted on the other families' runs of its regime."""
+def held_out_spreads(rows: list[dict], regimes: list[str], biased: bool, key: str = "regime") -> dict[int, Spread]:
+    """Each run's spread fitted on the other families' runs of its regime (``r[key]``)."""
     out: dict[int, Spread] = {}
     for fam in sorted({r["family"] for r in rows}):
         train = [r for r in rows if r["family"] != fam]
-        fitted = {reg: fit_spread([r for r in train if r["regime"] == reg], biased) for reg in regimes}
-        out.update({id(r): fitted[r["regime"]] for r in rows if r["family"] == fam})
+        fitted = {reg: fit_spread([r for r in train if r[key] == reg], biased) for reg in regimes}
+        out.update({id(r): fitted[r[key]] for r in rows if r["family"] == fam})
     return out
+
+
+# other ways to split the runs into regimes, tried against the one in force (``models.oom.regime_of``)
+SPLITS = {
+    "ZeRO-3 | engine x full or adapters (in force)": lambda r: r["regime"],
+    "ZeRO-3 | engine": lambda r: "zero3" if r["zero3"] else r["engine"],
+    "ZeRO-3 | full or adapters": lambda r: "zero3" if r["zero3"] else ("adapters" if r["adapters"] else "full"),
+    "ZeRO-3 | the rest": lambda r: "zero3" if r["zero3"] else "rest",
+    "one regime": lambda r: "all",
+}
 
 
 def main() -> None:
@@ -91,12 +114,12 @@ def main() -> None:
     rows = outcomes()
     regimes = sorted({r["regime"] for r in rows})
     print("own runs that ran or ran out of GPU memory; need = predicted peak, usable = GPU less the reserve")
-    print(f"{'regime':12s} {'n':>4s} {'OOM':>4s} {'near (0.85-1.0)':>16s}  fitted on all its runs (probit ML): sigma alone | bias, sigma")
+    print(f"{'regime':18s} {'n':>4s} {'OOM':>4s} {'near (0.85-1.0)':>16s}  fitted on all its runs (probit ML): sigma alone | bias, sigma")
     for reg in regimes:
         rs = [r for r in rows if r["regime"] == reg]
         near = [r for r in rs if 0.85 <= r["need"] / r["usable"] <= 1.0]
         b, s = fit_spread(rs, True)
-        print(f"{reg:12s} {len(rs):4d} {sum(r['oom'] for r in rs):4d} {len(near):7d} ({sum(r['oom'] for r in near)} OOM)"
+        print(f"{reg:18s} {len(rs):4d} {sum(r['oom'] for r in rs):4d} {len(near):7d} ({sum(r['oom'] for r in near)} OOM)"
               f"   {fit_spread(rs, False).sigma:8.3f} | {b:+.3f}, {s:.3f}   (in force: {DEVICE_SPREAD[reg].bias:+.3f}, {DEVICE_SPREAD[reg].sigma:.3f})")
 
     unbiased = held_out_spreads(rows, regimes, False)
@@ -104,19 +127,31 @@ def main() -> None:
     models = (("before: sigma by how counted", lambda r: r["before"]),
               ("sigma fitted, held out by family", lambda r: unbiased[id(r)]),
               ("bias + sigma, held out by family", lambda r: biased[id(r)]))
+    print("\nways to split the runs (bias + sigma fitted per regime, held out by family): right / crashed / refused, log-likelihood")
+    for label, split in SPLITS.items():
+        for r in rows:
+            r["split"] = split(r)
+        keys = sorted({r["split"] for r in rows})
+        held = held_out_spreads(rows, keys, True, key="split")
+        right, crashed, refused = verdicts(rows, lambda r: held[id(r)])
+        ll = sum(log_likelihood([r], held[id(r)]) for r in rows)
+        fitted = ", ".join(f"{k} {fit_spread([r for r in rows if r['split'] == k], True).bias:+.3f}/"
+                           f"{fit_spread([r for r in rows if r['split'] == k], True).sigma:.3f}" for k in keys)
+        print(f"  {label:45s} {right:4d}/{len(rows):<4d} crashed {crashed:2d}  refused {refused:2d}  LL {ll:7.1f}   ({fitted})")
+
     print(f"\nfit verdicts (fits = P(OOM) <= {P_OOM_FITS:.0%}): right / crashed though called fitting / ran though refused")
     for label, spread_of in models:
         for reg in [None, *regimes]:
             sel = [r for r in rows if reg is None or r["regime"] == reg]
             right, crashed, refused = verdicts(sel, spread_of)
-            print(f"  {label:34s} {reg or 'all':8s} {right:4d}/{len(sel):<4d} crashed {crashed:2d}  refused {refused:2d}")
+            print(f"  {label:34s} {reg or 'all':18s} {right:4d}/{len(sel):<4d} crashed {crashed:2d}  refused {refused:2d}")
 
     print("\nruns predicted within 85-100% of usable, or out of memory below it: P(OOM) before -> sigma fitted -> bias + sigma")
     for r in sorted(rows, key=lambda r: r["need"] / r["usable"]):
         ratio = r["need"] / r["usable"]
         if 0.85 <= ratio <= 1.0 or (r["oom"] and ratio < 0.85):
             ps = " -> ".join(f"{p_exceeds(r['need'], r['usable'], f(r)):5.1%}" for _, f in models)
-            print(f"  {ratio:6.3f}  {'OOM' if r['oom'] else 'ran':3s}  {ps}  {r['regime']:6s} {r['label']}")
+            print(f"  {ratio:6.3f}  {'OOM' if r['oom'] else 'ran':3s}  {ps}  {r['regime']:18s} {r['label']}")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 
