@@ -1384,8 +1384,29 @@ def _oom_boundary(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _oom_boundary_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The boundary again, after the spread was fitted per engine and full/adapters (``models.oom``, 2026-11-28), on
+    families whose runs never came near the limit: predicted fitting (P(OOM) <= 5%) at 80-92% of the usable memory, and
+    refused at 90-95%. Predictions stored before they run."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("g9-lora-pt-mb5", "g9", "finetune", method="lora", micro_batch_size=5, **pt),
+        c("aya-lora-ds-z2-mb7", "aya", "finetune", method="lora", micro_batch_size=7, zero_stage=2, **ds),
+        c("glm4-qlora-pt-mb3-s4096", "glm4", "finetune", method="qlora", micro_batch_size=3, seq_len=4096, **pt),
+        c("smol2-full-pt-mb14", "smol2", "pretrain", micro_batch_size=14, **pt),
+        c("apertus-lora-pt-mb3-s4096", "apertus", "finetune", method="lora", micro_batch_size=3, seq_len=4096, **pt),
+        c("phi2-full-ds-z1-mb9", "phi2", "pretrain", micro_batch_size=9, zero_stage=1, **ds),
+        c("olmo3-lora-pt-mb9", "olmo3", "finetune", method="lora", micro_batch_size=9, **pt),
+        c("arcee-lora-ds-z2-mb10-s4096", "arcee", "finetune", method="lora", micro_batch_size=10, seq_len=4096, zero_stage=2, **ds),
+        c("nano-full-ds-z2-mb44", "nano", "pretrain", micro_batch_size=44, zero_stage=2, **ds),
+        c("g3-full-pt-mb4-s4096", "g3", "pretrain", micro_batch_size=4, seq_len=4096, **pt),
+    ]
+
+
 GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h200ob"),
                          "h100-oom-boundary": lambda: _oom_boundary("h100x1", "h100ob"),
+                         "h200-oom-boundary-2": lambda: _oom_boundary_2("h200x1", "h200ob2"),
                          "h100-blind-families": _blind_families, "h200x2-blind-families": _blind_families_2gpu,
                          "h100-unrun-families": _unrun_families, "h100-unrun-families-again": _unrun_families_again, "h200x2-unrun-families": _unrun_families_2gpu,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
