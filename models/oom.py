@@ -23,29 +23,15 @@ class Spread(NamedTuple):
     sigma: float
 
 
-# Fitted to outcomes: every own run that ran or ran out of GPU memory (n=495: 235 PyTorch, 195 DeepSpeed ZeRO 0-2,
-# 65 ZeRO-3; 52 out of memory), probit maximum likelihood with sigma no tighter than the peak itself is predicted (held
-# out 1.7-3%), tests/benchmarks/oom_boundary.py and its output (2026-11-28). Full training fragments the reserve most
-# (its gradients and optimizer states are allocated among the activations): it ran out from 90% of the usable memory on;
-# adapters under PyTorch ran up to 96%; ZeRO-3 gathers and frees every layer's parameters. Held out by family the
-# verdicts went from 484/495 right with 7 runs called fitting that crashed (one sigma of 3-8% around the peak, no bias)
-# to 482/495 with none (13 that ran refused). One spread for every regime scored a better held-out likelihood (-24.8
-# against -32.9) but refused 8 more runs that ran; the verdict is what a user acts on.
-# Host RAM: the offload runs' held-out error (3.8%, n=10, 2026-11-23), no bias.
-DEVICE_SPREAD = {"pytorch-adapters": Spread(0.036, 0.020), "pytorch-full": Spread(0.100, 0.020),
-                 "deepspeed-adapters": Spread(0.058, 0.036), "deepspeed-full": Spread(0.094, 0.035),
-                 "zero3": Spread(0.054, 0.054)}
+# Fitted to outcomes: every own run that ran or ran out of GPU memory (n=505: 241 PyTorch, 199 DeepSpeed ZeRO 0-2,
+# 65 ZeRO-3; 54 out of memory), probit maximum likelihood with sigma no tighter than the peak itself is predicted (held
+# out 1.7-3%), tests/benchmarks/oom_boundary.py and its output (2026-11-28): runs ran out from about 90% of the usable
+# memory on. Held out by family the verdicts went from 491/505 right with 9 runs called fitting that crashed (one sigma
+# of 3-8% around the peak, no bias) to 480/505 with none (25 that ran refused). A spread per regime (engine, full or
+# adapters, ZeRO-3) refused a few less but called one crash fitting and scored a worse held-out likelihood (-43.5
+# against -28.3): one spread for all. Host RAM: the offload runs' held-out error (3.8%, n=10, 2026-11-23), no bias.
+DEVICE_SPREAD = Spread(0.062, 0.040)
 HOST_SPREAD = Spread(0.0, 0.038)
-
-
-def regime_of(engine: str, zero3: bool, adapters: bool) -> str:
-    """The regime whose spread a predicted GPU peak has (a key of ``DEVICE_SPREAD``): DeepSpeed's ZeRO-3, else the
-    engine and whether the base weights are trained (full) or frozen under adapters (LoRA, QLoRA)."""
-    return "zero3" if zero3 else f"{engine}-{'adapters' if adapters else 'full'}"
-
-
-def device_spread(engine: str, zero3: bool, adapters: bool) -> Spread:
-    return DEVICE_SPREAD[regime_of(engine, zero3, adapters)]
 
 
 def p_exceeds(need: float, capacity: float, spread: Spread) -> float:
@@ -58,8 +44,8 @@ def p_exceeds(need: float, capacity: float, spread: Spread) -> float:
     return 0.5 * math.erfc((capacity - need * (1 + spread.bias)) / (sd * math.sqrt(2)))
 
 
-def p_oom(device_need: float, device_cap: float, host_need: float, host_cap: float, device: Spread) -> float:
-    """P(device OOM or host OOM), the two taken as independent; ``device`` from ``device_spread``."""
+def p_oom(device_need: float, device_cap: float, host_need: float, host_cap: float, device: Spread = DEVICE_SPREAD) -> float:
+    """P(device OOM or host OOM), the two taken as independent."""
     pd = p_exceeds(device_need, device_cap, device)
     ph = p_exceeds(host_need, host_cap, HOST_SPREAD) if host_need > 0 else 0.0
     return 1.0 - (1.0 - pd) * (1.0 - ph)
