@@ -466,8 +466,12 @@ def _cuda_autocast_fp32() -> Iterator[None]:
     f, T = torch.nn.functional, torch.Tensor
     upcast = [(f, "layer_norm"), (f, "group_norm"), (torch, "pow"), (T, "pow"), (T, "__pow__"), (torch, "exp"),
               (T, "exp"), (torch, "rsqrt"), (T, "rsqrt"), (f, "softmax"), (f, "log_softmax"), (torch, "softmax"),
-              (T, "softmax"), (f, "softplus"), (torch, "square"), (T, "square")]  # square: pow(x, 2) on a GPU, so fp32
-    # (Jais-2's squared-ReLU MLP saved an fp32 copy of its input: 52.2 GiB on one H100 where the bf16 trace counted 39.3)
+              (T, "softmax"), (f, "softplus"), (torch, "square"), (T, "square"),  # square: pow(x, 2) on a GPU, so fp32
+              (torch, "expm1"), (T, "expm1"), (torch, "log"), (T, "log"), (torch, "log1p"), (T, "log1p"),
+              (torch, "reciprocal"), (T, "reciprocal")]
+    # (Jais-2's squared-ReLU MLP saved an fp32 copy of its input: 52.2 GiB on one H100 where the bf16 trace counted 39.3;
+    # Apertus's xIELU takes expm1 of its input: fp32 on a GPU, its activations 38.0 GiB at the end of forward where the
+    # trace without expm1 counted 34.0, own H200 anatomy 2026-11-28)
     kept = [(owner, name, getattr(owner, name)) for owner, name in upcast]
     for owner, name, fn in kept:
         setattr(owner, name, fp32(fn))
