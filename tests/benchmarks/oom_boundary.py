@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -55,27 +55,28 @@ def outcomes() -> list[dict]:
 BEFORE = {"hand": Spread(0.0, 0.045), "trace": Spread(0.0, 0.03), "zero3": Spread(0.0, 0.083)}
 
 
+def log_likelihoods(rows: list[dict], biases: list[float], sigmas: list[float]) -> np.ndarray:
+    """Log-likelihood of the outcomes ``rows`` at every (bias, sigma) of the grid: P(OOM) = Phi(z)."""
+    bias = np.array(biases)[:, None, None]
+    sigma = np.array(sigmas)[None, :, None]
+    need = np.array([r["need"] for r in rows])[None, None, :]
+    usable = np.array([r["usable"] for r in rows])[None, None, :]
+    z = (need * (1 + bias) - usable) / (sigma * need)
+    sign = np.where([r["oom"] for r in rows], 1.0, -1.0)[None, None, :]
+    return log_ndtr(sign * z).sum(axis=2)
+
+
 def log_likelihood(rows: list[dict], spread: Spread) -> float:
-    total = 0.0
-    for r in rows:
-        p = min(max(p_exceeds(r["need"], r["usable"], spread), 1e-12), 1 - 1e-12)
-        total += math.log(p if r["oom"] else 1 - p)
-    return total
+    return float(log_likelihoods(rows, [spread.bias], [spread.sigma])[0, 0])
 
 
 def fit_spread(rows: list[dict], biased: bool) -> Spread:
     """Maximum likelihood (bias, sigma) of the outcomes ``rows`` over the grid; bias 0 unless ``biased``."""
     if not rows:
         return Spread(0.0, math.nan)
-    bias = np.array(BIASES if biased else [0.0])[:, None, None]
-    sigma = np.array(SIGMAS)[None, :, None]
-    need = np.array([r["need"] for r in rows])[None, None, :]
-    usable = np.array([r["usable"] for r in rows])[None, None, :]
-    z = (need * (1 + bias) - usable) / (sigma * need)  # P(OOM) = Phi(z)
-    sign = np.where([r["oom"] for r in rows], 1.0, -1.0)[None, None, :]
-    ll = log_ndtr(sign * z).sum(axis=2)
-    i, j = np.unravel_index(np.argmax(ll), ll.shape)
-    return Spread(float(bias[i, 0, 0]), float(sigma[0, j, 0]))
+    biases = BIASES if biased else [0.0]
+    i, j = np.unravel_index(np.argmax(log_likelihoods(rows, biases, SIGMAS)), (len(biases), len(SIGMAS)))
+    return Spread(biases[i], SIGMAS[j])
 
 
 def verdicts(rows: list[dict], spread_of) -> tuple[int, int, int]:
@@ -89,19 +90,23 @@ def verdicts(rows: list[dict], spread_of) -> tuple[int, int, int]:
     return right, crashed, refused
 
 
-def held_out_spreads(rows: list[dict], regimes: list[str], biased: bool, key: str = "regime") -> dict[int, Spread]:
-    """Each run's spread fitted on the other families' runs of its regime (``r[key]``)."""
+Split = Callable[[dict], str]  # a run -> its regime
+
+
+def held_out_spreads(rows: list[dict], split: Split, biased: bool) -> dict[int, Spread]:
+    """Each run's spread fitted on the other families' runs of its regime (``split``)."""
     out: dict[int, Spread] = {}
     for fam in sorted({r["family"] for r in rows}):
         train = [r for r in rows if r["family"] != fam]
-        fitted = {reg: fit_spread([r for r in train if r[key] == reg], biased) for reg in regimes}
-        out.update({id(r): fitted[r[key]] for r in rows if r["family"] == fam})
+        fitted = {reg: fit_spread([r for r in train if split(r) == reg], biased) for reg in {split(r) for r in rows}}
+        out.update({id(r): fitted[split(r)] for r in rows if r["family"] == fam})
     return out
 
 
 # ways to split the runs into regimes, each with its own spread: the one in force has one spread for all
-SPLITS = {
-    "one regime (in force)": lambda r: "all",
+IN_FORCE = "one regime (in force)"
+SPLITS: dict[str, Split] = {
+    IN_FORCE: lambda r: "all",
     "ZeRO-3 | engine x full or adapters": lambda r: r["regime"],
     "ZeRO-3 | engine": lambda r: "zero3" if r["zero3"] else r["engine"],
     "ZeRO-3 | full or adapters": lambda r: "zero3" if r["zero3"] else ("adapters" if r["adapters"] else "full"),
@@ -125,25 +130,21 @@ def main() -> None:
     print(f"{'all':18s} {len(rows):4d} {sum(r['oom'] for r in rows):4d}{'':21s}{fit_spread(rows, False).sigma:8.3f} | {b:+.3f}, {s:.3f}"
           f"   (in force, models.oom: {DEVICE_SPREAD.bias:+.3f}, {DEVICE_SPREAD.sigma:.3f})")
 
-    for r in rows:
-        r["one"] = "all"
-    unbiased = held_out_spreads(rows, ["all"], False, key="one")
-    biased = held_out_spreads(rows, ["all"], True, key="one")
+    print("\nways to split the runs (bias + sigma fitted per regime, held out by family): right / crashed / refused, log-likelihood")
+    held_by_split = {label: held_out_spreads(rows, split, True) for label, split in SPLITS.items()}
+    for label, split in SPLITS.items():
+        held = held_by_split[label]
+        right, crashed, refused = verdicts(rows, lambda r: held[id(r)])
+        ll = sum(log_likelihood([r], held[id(r)]) for r in rows)
+        fitted = ", ".join(f"{k} {sp.bias:+.3f}/{sp.sigma:.3f}" for k in sorted({split(r) for r in rows})
+                           for sp in [fit_spread([r for r in rows if split(r) == k], True)])
+        print(f"  {label:45s} {right:4d}/{len(rows):<4d} crashed {crashed:2d}  refused {refused:2d}  LL {ll:7.1f}   ({fitted})")
+
+    unbiased = held_out_spreads(rows, SPLITS[IN_FORCE], False)
+    biased = held_by_split[IN_FORCE]
     models = (("before: sigma by how counted", lambda r: r["before"]),  # then one spread for all, held out by family:
               ("sigma fitted, held out by family", lambda r: unbiased[id(r)]),
               ("bias + sigma, held out by family", lambda r: biased[id(r)]))
-    print("\nways to split the runs (bias + sigma fitted per regime, held out by family): right / crashed / refused, log-likelihood")
-    for label, split in SPLITS.items():
-        for r in rows:
-            r["split"] = split(r)
-        keys = sorted({r["split"] for r in rows})
-        held = held_out_spreads(rows, keys, True, key="split")
-        right, crashed, refused = verdicts(rows, lambda r: held[id(r)])
-        ll = sum(log_likelihood([r], held[id(r)]) for r in rows)
-        fitted = ", ".join(f"{k} {fit_spread([r for r in rows if r['split'] == k], True).bias:+.3f}/"
-                           f"{fit_spread([r for r in rows if r['split'] == k], True).sigma:.3f}" for k in keys)
-        print(f"  {label:45s} {right:4d}/{len(rows):<4d} crashed {crashed:2d}  refused {refused:2d}  LL {ll:7.1f}   ({fitted})")
-
     print(f"\nfit verdicts (fits = P(OOM) <= {P_OOM_FITS:.0%}): right / crashed though called fitting / ran though refused")
     for label, spread_of in models:
         for reg in [None, *regimes]:
