@@ -44,8 +44,18 @@ def p_exceeds(need: float, capacity: float, spread: Spread) -> float:
     return 0.5 * math.erfc((capacity - need * (1 + spread.bias)) / (sd * math.sqrt(2)))
 
 
-def p_oom(device_need: float, device_cap: float, host_need: float, host_cap: float, device: Spread = DEVICE_SPREAD) -> float:
-    """P(device OOM or host OOM), the two taken as independent."""
-    pd = p_exceeds(device_need, device_cap, device)
-    ph = p_exceeds(host_need, host_cap, HOST_SPREAD) if host_need > 0 else 0.0
-    return 1.0 - (1.0 - pd) * (1.0 - ph)
+class OomRisk(NamedTuple):
+    """P(OOM) of a case: of its GPUs' memory, of its node's host RAM, the two taken as independent."""
+
+    device: float
+    host: float
+
+    @property
+    def total(self) -> float:
+        return 1.0 - (1.0 - self.device) * (1.0 - self.host)
+
+
+def oom_risk(device_need: float, device_cap: float, host_need: float, host_cap: float) -> OomRisk:
+    """The device and host probabilities of running out (GiB needed and usable of each)."""
+    host = p_exceeds(host_need, host_cap, HOST_SPREAD) if host_need > 0 else 0.0
+    return OomRisk(p_exceeds(device_need, device_cap, DEVICE_SPREAD), host)

@@ -9,7 +9,7 @@ from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
 from models.memory import STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, training_memory, usable_gib
-from models.oom import DEVICE_SPREAD, P_OOM_FITS, p_exceeds, p_oom
+from models.oom import P_OOM_FITS, oom_risk
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
 
@@ -24,15 +24,15 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
     host_gib = mem.host / GiB
-    p = p_oom(peak, cap, host_gib, cal.host_ram_gib)
+    risk = oom_risk(peak, cap, host_gib, cal.host_ram_gib)
+    p = risk.total
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
     if peak > cap:
         return False, f"needs {round_up(peak)} GiB per GPU, {round_down(cap)} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom", p
     if host_gib > cal.host_ram_gib:
         return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node", "host_oom", p
     if p > P_OOM_FITS:
-        device = p_exceeds(peak, cap, DEVICE_SPREAD)
-        where = "GPU memory" if device >= p / 2 else "host RAM"
+        where = "GPU memory" if risk.device >= risk.host else "host RAM"
         failure = "device_oom" if where == "GPU memory" else "host_oom"
         used = peak / cap if failure == "device_oom" else host_gib / cal.host_ram_gib
         return False, f"too close to the limit: {used:.0%} of usable {where}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p

@@ -1125,6 +1125,26 @@ def _unrun_families_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _zero3_families_2gpu() -> list[dict[str, Any]]:
+    """Ten model types never run on two GPUs, stored before they run (2026-11-28, second): mostly ZeRO-3, the regime the
+    traced runs were most optimistic in (+8.1%, n=43, held out by family), full and LoRA, with and without recomputation,
+    to test the per-platform ZeRO-3 hook factor; ZeRO-2 and DDP beside them."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _pair_case("h200x2z3", 150)
+    return [
+        c("apertus-lora-z3-mb2", "apertus", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("smol3-full-z3-mb4", "smol3", "pretrain", micro_batch_size=4, zero_stage=3, **ds),
+        c("sc2-lora-z3-mb4-s4096", "sc2", "finetune", method="lora", micro_batch_size=4, seq_len=4096, zero_stage=3, **ds),
+        c("olmo2-full-z3-mb8", "olmo2", "pretrain", micro_batch_size=8, zero_stage=3, **ds),
+        c("helium-lora-z3-rc-mb8", "helium", "finetune", method="lora", micro_batch_size=8, zero_stage=3, recompute=True, **ds),
+        c("glm4-full-z3-rc-mb2-s4096", "glm4", "pretrain", micro_batch_size=2, seq_len=4096, zero_stage=3, recompute=True, **ds),
+        c("exa4-lora-z3-mb2", "exa4", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("slm-full-z3-mb16-s1024", "slm", "pretrain", micro_batch_size=16, seq_len=1024, zero_stage=3, **ds),
+        c("gran-full-z2-mb8", "gran", "pretrain", micro_batch_size=8, zero_stage=2, **ds),
+        c("nemo-full-ddp-mb2", "nemo", "pretrain", micro_batch_size=2, **pt),
+    ]
+
+
 def _blind_families() -> list[dict[str, Any]]:
     """Seven model types never run (``FAMILIES`` mixtral ... gmoes) on one H100, stored before they run (without a
     profile, with the bundled one, and with the lease's own, written on the device before the runs)."""
@@ -1448,6 +1468,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h200-oom-boundary-4": lambda: _oom_boundary_4("h200x1", "h200ob4"),
                          "h100-blind-families": _blind_families, "h200x2-blind-families": _blind_families_2gpu,
                          "h100-unrun-families": _unrun_families, "h100-unrun-families-again": _unrun_families_again, "h200x2-unrun-families": _unrun_families_2gpu,
+                         "h200x2-zero3-families": _zero3_families_2gpu,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
