@@ -1145,6 +1145,25 @@ def _zero3_families_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _zero3_families_2gpu_2() -> list[dict[str, Any]]:
+    """A second ten never run on two GPUs, stored before they run (2026-11-28, second): ZeRO-3 full and LoRA from 0.3B
+    to 7B (host-bound to GPU-bound), and ZeRO-2 / ZeRO-3 with the optimizer offloaded."""
+    ds = {"engine": "deepspeed"}
+    c = _pair_case("h200x2z3b", 150)
+    return [
+        c("coh2-lora-z3-mb2", "coh2", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("falcon-full-z3-mb4-s1024", "falcon", "pretrain", micro_batch_size=4, seq_len=1024, zero_stage=3, **ds),
+        c("phi2-lora-z3-rc-mb8", "phi2", "finetune", method="lora", micro_batch_size=8, zero_stage=3, recompute=True, **ds),
+        c("olmo3-lora-z3-mb4", "olmo3", "finetune", method="lora", micro_batch_size=4, zero_stage=3, **ds),
+        c("ernie-full-z3-mb16", "ernie", "pretrain", micro_batch_size=16, zero_stage=3, **ds),
+        c("vault-lora-z3-mb2", "vault", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("jais2-full-z3-rc-mb2", "jais2", "pretrain", micro_batch_size=2, zero_stage=3, recompute=True, **ds),
+        c("min3-full-z2off-mb4", "min3", "pretrain", micro_batch_size=4, zero_stage=2, offload="optimizer", **ds),
+        c("lfm2-full-z3off-mb8", "lfm2", "pretrain", micro_batch_size=8, zero_stage=3, offload="optimizer", **ds),
+        c("gemma1-lora-z3-mb4", "gemma1", "finetune", method="lora", micro_batch_size=4, zero_stage=3, **ds),
+    ]
+
+
 def _blind_families() -> list[dict[str, Any]]:
     """Seven model types never run (``FAMILIES`` mixtral ... gmoes) on one H100, stored before they run (without a
     profile, with the bundled one, and with the lease's own, written on the device before the runs)."""
@@ -1469,6 +1488,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h100-blind-families": _blind_families, "h200x2-blind-families": _blind_families_2gpu,
                          "h100-unrun-families": _unrun_families, "h100-unrun-families-again": _unrun_families_again, "h200x2-unrun-families": _unrun_families_2gpu,
                          "h200x2-zero3-families": _zero3_families_2gpu,
+                         "h200x2-zero3-families-2": _zero3_families_2gpu_2,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
