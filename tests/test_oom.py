@@ -10,7 +10,9 @@ from advisor.predictor import Predictor
 from models.oom import DEVICE_SPREAD, P_OOM_FITS, Spread, oom_risk, p_exceeds
 
 OWN = Path(__file__).resolve().parents[1] / "knowledge" / "measurements" / "own"
-ROWS = [json.loads(x) for name in ("h200x1-oom-boundary-2026-11-28.jsonl", "h200x1-oom-boundary-2-2026-11-28.jsonl")
+GRIDS = ("h200x1-oom-boundary-2026-11-28.jsonl", "h200x1-oom-boundary-2-2026-11-28.jsonl",
+         "h200x1-oom-boundary-3-2026-11-28.jsonl", "h200x1-oom-boundary-4-2026-11-28.jsonl")
+ROWS = [json.loads(x) for name in GRIDS
         for x in (OWN / name).read_text().splitlines()]
 
 
