@@ -1446,7 +1446,7 @@ def _oom_boundary_2(hw: str, prefix: str) -> list[dict[str, Any]]:
 def _oom_boundary_3(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The boundary a third time, with one spread for every regime (``models.oom``, 2026-11-28): families never run near
     the limit, half predicted just fitting (P(OOM) 0.1-3%, 84-88% of the usable memory), half just refused (7-27%,
-    89-92%). Kept out of the fit (``logs/``): a held-out test of the rule. Predictions stored before they run."""
+    89-92%). A held-out test of the rule (kept in ``logs/`` until scored, then fitted). Predictions stored before they run."""
     pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
     c = _family_case(hw, prefix)
     return [
@@ -1465,7 +1465,7 @@ def _oom_boundary_3(hw: str, prefix: str) -> list[dict[str, Any]]:
 
 def _oom_boundary_4(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The one-spread rule held out again, after trace schema 16 (2026-11-28): three predicted just fitting (83-85%),
-    five just refused (90-92%), families never run near the limit. Kept out of the fit (``logs/``)."""
+    five just refused (90-92%), families never run near the limit. Kept in ``logs/`` until scored, then fitted."""
     pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
     c = _family_case(hw, prefix)
     return [

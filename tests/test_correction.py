@@ -233,7 +233,7 @@ def test_held_out_report_fits_without_the_group_it_predicts(rows, monkeypatch):
         assert all(h.with_profile is None for h in held)  # no profiles given, none used
 
 
-def test_zero3_hook_factor_moves_only_zero3(rows):
+def test_zero3_hook_factor_moves_only_zero3():
     """A platform's learned ZeRO-3 hook factor slows that platform's ZeRO-3 steps and nothing else (its dispatch-bound
     runs keep the kernel factor of their own)."""
     from advisor.cases import parse_case
@@ -242,14 +242,13 @@ def test_zero3_hook_factor_moves_only_zero3(rows):
     from knowledge.efficiency import load_efficiencies
     from models.training import predict_training
 
-    platform = resolve_platform("h200x2")
+    platform, arch = resolve_platform("h200x2"), resolve_model("llama3.2-3b")
     eff = load_efficiencies()
     base = {"id": "x", "hardware": "h200x2", "model": "llama3.2-3b", "task": "pretrain", "engine": "deepspeed",
             "micro_batch_size": 1, "seq_len": 512}
     slower = {"h200x2": {"zero3_module_overhead_s": 2.0}}
     for zero, moves in ((3, True), (2, False)):
         case = parse_case({**base, "zero_stage": zero})
-        arch = resolve_model("llama3.2-3b")
         t0 = predict_training(case, arch, platform, calibration_for(platform, None, eff, {})).step_time_s
         t1 = predict_training(case, arch, platform, calibration_for(platform, None, eff, slower)).step_time_s
         assert (t1 > t0 * 1.05) if moves else t1 == pytest.approx(t0), (zero, t0, t1)
