@@ -396,6 +396,7 @@ class ServePrediction(BaseModel):
     tpot_s: float | None = None
     peak_mem_gib: float
     fits: bool
+    p_oom: float | None = None  # P(its sequences need more than it may use: the usable memory, or the engine's pool)
     max_batch_size: int | None = None  # largest batch whose KV cache fits at this length
     breakdown: ServeBreakdown | None = None
     interval: dict[str, tuple[float, float]] | None = None

@@ -7,13 +7,13 @@ holds a static cache for the batch and prefills the whole batch's prompt in one 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass, replace
 
 from knowledge.units import GiB
 from models.architecture import linears, param_counts
 from models.memory import usable_gib
+from models.oom import P_OOM_FITS, SERVE_SPREAD, p_exceeds
 from models.serve_setup import ServeSetup, expanded_kv_bytes_per_token_layer
 
 
@@ -122,6 +122,16 @@ class MemoryVerdict:
     fits: bool
     why: str | None = None
     note: str | None = None
+    p_oom: float = 0.0  # P(the true requirement exceeds ``capacity``), models.oom.SERVE_SPREAD
+
+
+def _with_risk(v: MemoryVerdict) -> MemoryVerdict:
+    """``v`` with its P(OOM); a case the bare comparison lets through but whose P(OOM) exceeds 5% does not fit."""
+    p = p_exceeds(v.required, v.capacity, SERVE_SPREAD)
+    if v.fits and p > P_OOM_FITS:
+        return replace(v, fits=False, p_oom=p, why=f"too close to the limit: {v.required / v.capacity:.1%} of what it may use, "
+                                                      f"P(OOM) {p:.0%} > {P_OOM_FITS:.0%}")
+    return replace(v, p_oom=p)
 
 
 def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int, kv_len: int) -> MemoryVerdict:
@@ -139,7 +149,7 @@ def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int,
         needed = fixed + batch * seq.required
         fits = needed <= cap
         why = None if fits else f"needs {round_up(needed / GiB)} GiB per GPU, {round_down(cap / GiB)} GiB usable of {gpu_gib:.1f}"
-        return MemoryVerdict(fixed + kv + act, needed, cap, kv, act, max_batch(s, prompt_len, context_len), None, fits, why)
+        return _with_risk(MemoryVerdict(fixed + kv + act, needed, cap, kv, act, max_batch(s, prompt_len, context_len), None, fits, why))
     e, used, pool = s.engine, engine_used_bytes(s), kv_pool_bytes(s)
     block = e.kv_block_tokens
     kv = batch * s.kv_bytes(context_len)
@@ -166,4 +176,4 @@ def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int,
         note = (f"{e.label} would run {held} sequences at once and preempt or queue the other {batch - held} "
                 f"(recomputed when blocks free up): slower, not out of memory")
     # fits exactly when the sequences' blocks fit the pool: required <= used + pool = budget
-    return MemoryVerdict(fixed_bytes(s) + act + kv, required, budget, kv, act, held, pool, why is None, why, note)
+    return _with_risk(MemoryVerdict(fixed_bytes(s) + act + kv, required, budget, kv, act, held, pool, why is None, why, note))

@@ -373,7 +373,7 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
     tps = B / decode
     return ServePrediction(
         id=case.id, prefill_s=prefill, decode_step_s=decode, decode_tokens_per_s=tps,
-        e2e_output_tokens_per_s=e2e, ttft_s=ttft, tpot_s=tpot, peak_mem_gib=mem.peak / GiB, fits=mem.fits,
+        e2e_output_tokens_per_s=e2e, ttft_s=ttft, tpot_s=tpot, peak_mem_gib=mem.peak / GiB, fits=mem.fits, p_oom=round(mem.p_oom, 4),
         required_gib=mem.required / GiB, usable_gib=mem.capacity / GiB, max_batch_size=mem.max_batch * r, breakdown=bd, capacity_gib=platform.gpu.memory_gib,
         why_not_fits=mem.why, note=mem.note, engine=s.engine.name, weight_format=fmt.name, replicas=r,
         kv_cache_tokens=engine_kv_tokens(s) if s.engine_style else None,

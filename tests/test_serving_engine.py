@@ -57,6 +57,18 @@ def test_more_sequences_than_the_pool_holds_is_preemption_not_a_crash():
     assert not serve("h100x1", "llama2-7b", batch_size=m + 1, prompt_len=4096).fits
 
 
+def test_a_serving_prediction_carries_p_oom_and_fits_only_below_five_percent():
+    """Serving predictions carry p_oom as training's do (the contract): low well inside the pool, high past it, and
+    "fits" never true above 5% (models.oom.SERVE_SPREAD), on the engine and on the transformers runtime."""
+    for engine in ("vllm", "transformers"):
+        inside = serve("h100x1", "llama2-7b", batch_size=4, prompt_len=1024, engine=engine)
+        assert inside.p_oom is not None and inside.p_oom < 0.01 and inside.fits
+    m = serve("h100x1", "llama2-7b", batch_size=256, prompt_len=4096).max_batch_size
+    edge, past = (serve("h100x1", "llama2-7b", batch_size=b, prompt_len=4096) for b in (m, m + 1))
+    assert edge.fits and edge.p_oom <= 0.05
+    assert not past.fits and past.p_oom > 0.05
+
+
 def test_weights_beyond_the_memory_fraction_leave_no_pool():
     p = serve("h100x1", "llama2-70b")  # 129 GiB of bf16 weights on an 80 GiB card
     assert not p.fits and p.kv_pool_gib == 0 and p.max_batch_size == 0 and "no room for a KV cache" in p.why_not_fits
