@@ -68,8 +68,8 @@ def main() -> None:
     rows = outcomes()
     fitted = fit_spread(rows)
     print(f"own serving runs: {len(rows)} ({sum(r['oom'] for r in rows)} out of memory or refused by the engine's pool)")
-    print(f"fitted on all (probit ML): bias {fitted.bias:+.3f}, sigma {fitted.sigma:.3f}   "
-          f"(in force, models.oom.SERVE_SPREAD: {SERVE_SPREAD.bias:+.3f}, {SERVE_SPREAD.sigma:.3f})")
+    print(f"fitted on all (probit ML): bias {fitted.bias:+.4f}, sigma {fitted.sigma:.3f}   "
+          f"(in force, models.oom.SERVE_SPREAD: {SERVE_SPREAD.bias:+.4f}, {SERVE_SPREAD.sigma:.3f})")
     held: dict[int, Spread] = {}
     for fam in sorted({r["family"] for r in rows}):
         sp = fit_spread([r for r in rows if r["family"] != fam])
