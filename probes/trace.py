@@ -423,8 +423,9 @@ def _as_bitsandbytes(model: Any) -> None:
         bias = None if self.bias is None else self.bias.to(torch.bfloat16)
         return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, bias).to(x.dtype)
 
+    # transformers' replace_with_bnb_linear takes every nn.Linear (a subclass too: Falcon's FalconLinear) of the blocks
     for n, m in model.named_modules():
-        if type(m) is torch.nn.Linear and in_block(n) and ".lora_" not in n:
+        if isinstance(m, torch.nn.Linear) and in_block(n) and ".lora_" not in n:
             m.forward = forward.__get__(m)
 
 
@@ -636,11 +637,14 @@ def _runs_f_linear(m: Any, torch: Any) -> bool:
     parameter itself)? ``nn.Linear`` does, so does a subclass whose forward calls it (a router's ``super().forward``),
     and PEFT's and bitsandbytes' layers; a subclass with a product of its own does not: Falcon's ``FalconLinear``
     multiplies by ``self.weight.T``, a view that keeps the gathered weight alive until backward (Falcon-7B full ZeRO-3
-    on two H200s, 2026-11-28: 122.8 GiB measured, 105.9 predicted while every ``nn.Linear`` was taken as released)."""
+    on two H200s, 2026-11-28: 122.8 GiB measured, 105.9 predicted while every ``nn.Linear`` was taken as released),
+    unless bitsandbytes replaced it (QLoRA: its stand-in calls F.linear)."""
     import inspect
 
     if not isinstance(m, torch.nn.Linear):
         return False
+    if "forward" in vars(m):  # the bitsandbytes stand-in replaced its forward (``_as_bitsandbytes``): F.linear
+        return True
     forward = type(m).forward
     if forward is torch.nn.Linear.forward or type(m).__module__.split(".")[0] in ("peft", "bitsandbytes"):
         return True

@@ -735,3 +735,15 @@ def test_a_linear_with_a_product_of_its_own_holds_its_gathered_weight() -> None:
     head = 256 // 4
     per_layer = 256 * (256 + 2 * head) + 256 * 256 + 2 * 256 * 1024  # query_key_value, dense, and the 4x MLP
     assert trace_model(falcon, TraceVariant(trains="all")).params.zero3_retained_per_layer == per_layer
+
+
+def test_bitsandbytes_replaces_falcon_s_linears_too() -> None:
+    """transformers' replace_with_bnb_linear takes every ``nn.Linear`` of the blocks, Falcon's ``FalconLinear`` included:
+    with a 4-bit base its projections go through ``F.linear`` like any bitsandbytes layer, so ZeRO-3 releases their
+    gathered weights (the 16-bit base above holds them)."""
+    falcon = {"model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+              "vocab_size": 1000, "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False,
+              "bias": False, "alibi": False}
+    adapters = dict(trains="adapters", lora_targets=["query_key_value"], lora_rank=8, zero3=True)
+    assert trace_model(falcon, TraceVariant(**adapters)).params.zero3_retained_per_layer > 0
+    assert trace_model(falcon, TraceVariant(**adapters, bnb_base=True)).params.zero3_retained_per_layer == 0
