@@ -99,11 +99,6 @@ class Efficiencies(BaseModel):
     # one shared parameter generalises to an unseen PCIe server far better than one per variant
     # (held-out RTX 4090: 94% -> 37% MAPE, RTX 3090: 269% -> 126%).
     link_eff_pcie: float = _p(0.6, "prior: NCCL over PCIe ~60% of the per-hop bandwidth", 0.001, 1)
-    # ZeRO-3 gathers each module's weights by itself as the module runs (flattening its partitions into a buffer,
-    # one all-gather per module, waited on in the forward), where ZeRO-0/1/2 reduce and gather whole buckets: the
-    # study's PCIe boxes ran its 4-bit rows' bucketed all-reduce about twice as fast as their ZeRO-3 rows' gathers
-    # imply under one link efficiency (Zhang et al. 2023, Table III/IV, Llama-2-7B)
-    zero3_gather_eff: float = _p(1.0, "prior: ZeRO-3's module-wise all-gathers at the rate of the node's bucketed collectives", 0.02, 1)
     collective_latency_s: float = _p(30e-6, "prior: NCCL small-message latency within a node", 0, 0.1)
     grad_overlap: float = _p(0.5, "prior: share of gradient reduction hidden behind backward (overlap_comm)", 0, 1)
     zero3_module_overhead_s: float = _p(150e-6, "prior: ZeRO-3 hooks per module call per pass (models.step_time: fetched modules, parameter-free ones, PEFT's)", 0, 0.1)
@@ -141,7 +136,7 @@ class Efficiencies(BaseModel):
 FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor", "recompute_dispatch_factor",
     "deepspeed_dispatch_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
-    "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie", "zero3_gather_eff",
+    "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",
 )  # serving's own terms are fitted by models.correction.ServingCorrection (SERVING_FITTED), not here

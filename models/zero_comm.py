@@ -113,8 +113,8 @@ def zero_communication(s: TrainSetup, eff: Efficiencies, c: Ceilings, layer_call
         in_step = coll(ALL_GATHER, s.trainable * half, 1 + s.trainable / 2e8)
     elif case.mics_shard_size or case.zero_quantized_weights or case.zero_hpz_partition_size > 1 or case.zero_quantized_gradients:
         return _zero3_variant(s, eff, c, coll, layer_calls)
-    else:  # ZeRO-3: gather every weight in forward and again in backward, module by module
-        per_mb = ZERO3_GATHER_PASSES * coll(ALL_GATHER, all_16bit, layer_calls) / eff.zero3_gather_eff
+    else:  # ZeRO-3: gather every weight in forward and again in backward
+        per_mb = ZERO3_GATHER_PASSES * coll(ALL_GATHER, all_16bit, layer_calls)
         per_mb += coll(REDUCE_SCATTER, s.trainable * half, 1 + s.trainable / 2e8)
     return Comm(per_mb, per_step + in_step, in_step)
 
