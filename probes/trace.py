@@ -88,6 +88,30 @@ def _cut_config(config: dict[str, Any], layers: int, attention: str, layer_index
                            f"from this config: {type(e).__name__}: {why}") from None
 
 
+def _from_config(cfg: Any, **kw: Any) -> Any:
+    """``AutoModelForCausalLM.from_config``, where a failure inside the family's own constructor becomes a one-line error
+    naming the line that failed and the config fields it reads that are null (a config.json without ``head_dim`` where
+    the code computes ``self.head_dim**-0.5``), not a bare TypeError."""
+    import traceback
+
+    import transformers
+
+    try:
+        return transformers.AutoModelForCausalLM.from_config(cfg, **kw)
+    except Exception as e:  # noqa: BLE001 - a family's constructor raises what it likes
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if "/transformers/models/" in f.filename] or \
+            traceback.extract_tb(e.__traceback__)[-1:]
+        where = frames[-1] if frames else None
+        line = (where.line or "").strip() if where else ""
+        unset = sorted({name for name in re.findall(r"(?:self|config)\.(\w+)", line)
+                        if hasattr(cfg, name) and getattr(cfg, name) is None})
+        what = f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} null in the config, and " if unset else ""
+        at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno} ({line[:80]})" if where else ""
+        why = (str(e).splitlines() or [""])[0][:120]
+        raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {cfg.model_type!r} from this "
+                           f"config: {what}its code failed{at}: {type(e).__name__}: {why}") from None
+
+
 class _Counter:
     """Everything the dispatch mode counts during one step (the mode itself is built in ``_mode``)."""
 
@@ -294,7 +318,7 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
 
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(_cut_config(config, 1, "sdpa"))
+        model = _from_config(_cut_config(config, 1, "sdpa"))
     names = set(_layer_linear_names(model))
     if set(usual) <= names:
         return None
@@ -315,7 +339,7 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: li
     cfg = _cut_config(config, layers, "eager" if v.attention == "eager" else "sdpa", layer_index)
     dtype = torch.float32 if v.fp32_weights else torch.bfloat16
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+        model = _from_config(cfg, dtype=dtype)
         if v.trains == "adapters":
             model = _with_adapters(model, v)
         if not v.autocast and not v.fp32_weights:  # DeepSpeed's bf16: the whole module, PEFT's fp32 adapters included

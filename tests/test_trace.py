@@ -747,3 +747,17 @@ def test_bitsandbytes_replaces_falcon_s_linears_too() -> None:
     adapters = dict(trains="adapters", lora_targets=["query_key_value"], lora_rank=8, zero3=True)
     assert trace_model(falcon, TraceVariant(**adapters)).params.zero3_retained_per_layer > 0
     assert trace_model(falcon, TraceVariant(**adapters, bnb_base=True)).params.zero3_retained_per_layer == 0
+
+
+def test_a_family_whose_constructor_fails_names_the_null_field(tmp_path) -> None:
+    """A config.json without a field the family's own code reads (Ministral's class defaults leave ``head_dim`` null,
+    its attention computes ``self.head_dim**-0.5``) gets one line naming that field and the failing line, not a bare
+    TypeError."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model("ministral").to_dict()
+    assert config.get("head_dim") is None
+    with pytest.raises(AdvisorError) as e:
+        trace_model(config, TraceVariant(trains="all"))
+    message = str(e.value)
+    assert "head_dim is null" in message and "modeling_ministral.py" in message and "\n" not in message
