@@ -344,6 +344,23 @@ FAMILIES = {
     "mpt": CONFIGS + "mpt-defaults-8l.json",
     "c2moe": CONFIGS + "cohere2-moe-defaults-4l.json",
     "gmoes": CONFIGS + "granitemoeshared-defaults-4l.json",
+    # 2026-11-28 (third): twelve model types never run, from their config classes' defaults (``_source`` in each file):
+    # GPT-2 (Conv1D projections, learned positions), CodeGen (fused qkv, parallel blocks), XGLM (a 256k vocabulary,
+    # sinusoidal positions), BioGPT, BitNet (ternary-weight layout trained as 16-bit), Persimmon (q/k LayerNorm, a 262k
+    # vocabulary), CTRL, Kimi-Linear (delta-rule linear attention beside a full layer, 256 routed experts), MiniMax
+    # (lightning attention, 8 experts), GraniteMoE-SWA, GPT-NeoX-Japanese, CWM (sliding and full layers, 6144 wide)
+    "gpt2": CONFIGS + "gpt2-defaults.json",
+    "codegen": CONFIGS + "codegen-defaults.json",
+    "xglm": CONFIGS + "xglm-defaults.json",
+    "biogpt": CONFIGS + "biogpt-defaults.json",
+    "bitnet": CONFIGS + "bitnet-defaults.json",
+    "persimmon": CONFIGS + "persimmon-defaults-8l.json",
+    "ctrl": CONFIGS + "ctrl-defaults-12l.json",
+    "kimi": CONFIGS + "kimi-linear-defaults-5l.json",
+    "minimax": CONFIGS + "minimax-defaults-4l.json",
+    "gmswa": CONFIGS + "granitemoe-swa-defaults-8l.json",
+    "neoxj": CONFIGS + "gpt-neox-japanese-defaults.json",
+    "cwm": CONFIGS + "cwm-defaults-4l.json",
 }
 
 
@@ -1164,6 +1181,29 @@ def _zero3_families_2gpu_2() -> list[dict[str, Any]]:
     ]
 
 
+def _unrun_types_2gpu() -> list[dict[str, Any]]:
+    """Twelve model types never run anywhere, on two GPUs, stored before they run (2026-11-28, third): PyTorch DDP and
+    DeepSpeed ZeRO-2/3 (one with the optimizer offloaded, at the harness's one thread per rank), full, LoRA and
+    QLoRA, 124M to 6B."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _pair_case("h200x2un", 150)
+    return [
+        c("gpt2-full-ddp-mb16-s1024", "gpt2", "pretrain", micro_batch_size=16, seq_len=1024, **pt),
+        c("codegen-lora-z2-mb2", "codegen", "finetune", method="lora", micro_batch_size=2, zero_stage=2, **ds),
+        c("xglm-full-z2-mb8-s1024", "xglm", "pretrain", micro_batch_size=8, seq_len=1024, zero_stage=2, **ds),
+        c("biogpt-full-z3-mb8-s1024", "biogpt", "pretrain", micro_batch_size=8, seq_len=1024, zero_stage=3, **ds),
+        c("bitnet-lora-ddp-mb4", "bitnet", "finetune", method="lora", micro_batch_size=4, **pt),
+        c("persimmon-full-z3-rc-mb2", "persimmon", "pretrain", micro_batch_size=2, zero_stage=3, recompute=True, **ds),
+        c("ctrl-lora-z3-mb4-s1024", "ctrl", "finetune", method="lora", micro_batch_size=4, seq_len=1024, zero_stage=3, **ds),
+        c("kimi-lora-ddp-mb2", "kimi", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("minimax-lora-z2-mb2", "minimax", "finetune", method="lora", micro_batch_size=2, zero_stage=2, **ds),
+        c("gmswa-full-z2-mb4", "gmswa", "pretrain", micro_batch_size=4, zero_stage=2, **ds),
+        c("neoxj-full-z2off-mb4", "neoxj", "pretrain", micro_batch_size=4, zero_stage=2, offload="optimizer", omp_threads=1,
+          **{**ds, **_OFFLOAD}),
+        c("cwm-qlora-ddp-mb2", "cwm", "finetune", method="qlora", micro_batch_size=2, **pt),
+    ]
+
+
 def _blind_families() -> list[dict[str, Any]]:
     """Seven model types never run (``FAMILIES`` mixtral ... gmoes) on one H100, stored before they run (without a
     profile, with the bundled one, and with the lease's own, written on the device before the runs)."""
@@ -1489,6 +1529,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h100-unrun-families": _unrun_families, "h100-unrun-families-again": _unrun_families_again, "h200x2-unrun-families": _unrun_families_2gpu,
                          "h200x2-zero3-families": _zero3_families_2gpu,
                          "h200x2-zero3-families-2": _zero3_families_2gpu_2,
+                         "h200x2-unrun-types": _unrun_types_2gpu,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
