@@ -225,6 +225,10 @@ _HF_KEYS = (
 
 # Other names the families use for the same summary fields (MoE experts, per-expert width)
 _HF_ALIASES = {"num_local_experts": ("num_experts", "n_routed_experts"), "intermediate_size": ("moe_intermediate_size",)}
+# The context window under the families' own names: learned position tables (GPT-2's and CTRL's n_positions, MPT's
+# max_seq_len) index out of range past it, a device-side assert on the GPU (CTRL at 1,024 tokens with its 256
+# positions, two H200s, 2026-11-28), so a case beyond it is refused before it runs
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length", "seq_length")
 
 
 def _transformers_config(cfg: dict[str, Any]) -> Any:
@@ -264,6 +268,9 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str, hf_config: dict[str, Any
     """A ModelArch from a Hugging Face config.json dict: the summary fields, and the config itself for the trace
     (``hf_config``, default ``cfg``: the file as written, where ``cfg`` may carry summary keys read from it)."""
     fields = {k: cfg[k] for k in _HF_KEYS if cfg.get(k) is not None}
+    context = next((cfg[k] for k in _CONTEXT_KEYS if isinstance(cfg.get(k), int) and not isinstance(cfg[k], bool)), None)
+    if "max_position_embeddings" not in fields and context:
+        fields["max_position_embeddings"] = context
     experts = next((cfg[k] for k in _HF_ALIASES["num_local_experts"] if isinstance(cfg.get(k), int)), None)
     if "num_local_experts" not in fields and experts:
         fields["num_local_experts"] = experts

@@ -213,3 +213,19 @@ def test_what_transformers_said_of_a_config_json_is_asked_once(tmp_path, monkeyp
     monkeypatch.setenv("ADVISOR_HOME", str(tmp_path / "elsewhere"))  # nothing kept there: asked, and it says so
     with pytest.raises(AssertionError, match="asked again"):
         catalog.resolve_model(str(configs / "falcon-7b.json"))
+
+
+def test_a_context_window_under_the_family_s_own_name_is_read(tmp_path) -> None:
+    """CTRL and GPT-2 name their learned position table ``n_positions``: a case past it hit a device-side assert on two
+    H200s (CTRL at 1,024 tokens, 256 positions), so the advisor reads it and refuses the case in one line."""
+    from advisor.cases import check_plausible, parse_case
+    from knowledge.catalog import resolve_model
+    from knowledge.errors import AdvisorError
+
+    path = Path(__file__).resolve().parents[1] / "knowledge" / "data" / "configs" / "ctrl-defaults-12l.json"
+    assert "max_position_embeddings" not in json.loads(path.read_text())
+    assert resolve_model(str(path)).max_position_embeddings == 256
+    case = {"id": "c", "hardware": "h200x2", "model": str(path), "task": "finetune", "seq_len": 1024}
+    with pytest.raises(AdvisorError, match="seq_len=1024 exceeds the 256-token context"):
+        check_plausible(parse_case(case))
+    check_plausible(parse_case({**case, "seq_len": 256}))
