@@ -3,7 +3,7 @@ Persimmon, CTRL, Kimi-Linear, MiniMax, GraniteMoE-SWA, GPT-NeoX-Japanese and CWM
 (``knowledge/data/configs/*-defaults*.json``, big ones cut to a few layers), under PyTorch DDP and DeepSpeed ZeRO-2/3
 (full, LoRA, QLoRA, one optimizer offload at the harness's one thread per rank), grid ``h200x2-unrun-types``.
 Predictions were stored before the runs (without a profile and with the bundled h200x2 profile), then scored here,
-and once more with the quick profile of the host they ran on. Scored held out first (this output, committed before),
+and once more with the quick profile of the host they ran on. Scored held out first (this output was made while they were outside the fit),
 then moved into the fit (``knowledge/measurements/own``).
 
     python -m tests.benchmarks.unrun_types > tests/benchmarks/unrun_types.out.txt
