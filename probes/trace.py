@@ -447,9 +447,11 @@ def _as_bitsandbytes(model: Any) -> None:
         bias = None if self.bias is None else self.bias.to(torch.bfloat16)
         return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, bias).to(x.dtype)
 
-    # transformers' replace_with_bnb_linear takes every nn.Linear (a subclass too: Falcon's FalconLinear) of the blocks
+    # transformers' replace_with_bnb_linear takes the blocks' nn.Linear layers, a subclass with a product of its own too
+    # (Falcon's FalconLinear); a subclass that post-processes nn.Linear's product (PhiMoE's and Llama-4's routers, which
+    # return a tuple) keeps its forward, as QLoRA of those models ran
     for n, m in model.named_modules():
-        if isinstance(m, torch.nn.Linear) and in_block(n) and ".lora_" not in n:
+        if isinstance(m, torch.nn.Linear) and in_block(n) and ".lora_" not in n and not _calls_linear_forward(m):
             m.forward = forward.__get__(m)
 
 
@@ -656,6 +658,27 @@ class _Retained:
         return float(sum(self.params[k].numel() for k in self.held))
 
 
+def _forward_source(m: Any) -> str | None:
+    """The source of a module class's own forward (None where it cannot be read)."""
+    import inspect
+
+    try:
+        return inspect.getsource(type(m).forward)
+    except (OSError, TypeError):
+        return None
+
+
+def _calls_linear_forward(m: Any) -> bool:
+    """A linear subclass whose forward runs ``nn.Linear.forward`` and works on its result (a router's
+    ``super().forward``)."""
+    import torch
+
+    if type(m).forward is torch.nn.Linear.forward:
+        return False
+    source = _forward_source(m)
+    return source is not None and "super().forward" in source
+
+
 def _runs_f_linear(m: Any, torch: Any) -> bool:
     """Does this module's product go through ``F.linear``, which ZeRO-3 replaces by its own function (saving the
     parameter itself)? ``nn.Linear`` does, so does a subclass whose forward calls it (a router's ``super().forward``),
@@ -663,20 +686,14 @@ def _runs_f_linear(m: Any, torch: Any) -> bool:
     multiplies by ``self.weight.T``, a view that keeps the gathered weight alive until backward (Falcon-7B full ZeRO-3
     on two H200s, 2026-11-28: 122.8 GiB measured, 105.9 predicted while every ``nn.Linear`` was taken as released),
     unless bitsandbytes replaced it (QLoRA: its stand-in calls F.linear)."""
-    import inspect
-
     if not isinstance(m, torch.nn.Linear):
         return False
     if "forward" in vars(m):  # the bitsandbytes stand-in replaced its forward (``_as_bitsandbytes``): F.linear
         return True
-    forward = type(m).forward
-    if forward is torch.nn.Linear.forward or type(m).__module__.split(".")[0] in ("peft", "bitsandbytes"):
+    if type(m).forward is torch.nn.Linear.forward or type(m).__module__.split(".")[0] in ("peft", "bitsandbytes"):
         return True
-    try:
-        source = inspect.getsource(forward)
-    except (OSError, TypeError):
-        return True
-    return "super().forward" in source or "linear(" in source
+    source = _forward_source(m)
+    return source is None or "super().forward" in source or "linear(" in source
 
 
 def _poly(values: list[float], lengths: tuple[int, ...] = SEQS) -> Poly:

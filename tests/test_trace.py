@@ -761,3 +761,13 @@ def test_a_family_whose_constructor_fails_names_the_null_field(tmp_path) -> None
         trace_model(config, TraceVariant(trains="all"))
     message = str(e.value)
     assert "head_dim is null" in message and "modeling_ministral.py" in message and "\n" not in message
+
+
+def test_qlora_keeps_a_router_that_post_processes_its_product() -> None:
+    """PhiMoE's router is an ``nn.Linear`` subclass that calls ``super().forward`` and returns a tuple: the
+    bitsandbytes stand-in must leave it (replacing it broke QLoRA of PhiMoE and Llama-4 for one commit)."""
+    from transformers import AutoConfig
+
+    config = {**AutoConfig.for_model("phimoe").to_dict(), "num_hidden_layers": 2}
+    qlora = TraceVariant(trains="adapters", lora_targets=["q_proj", "k_proj", "v_proj", "o_proj"], lora_rank=8, bnb_base=True)
+    assert trace_model(config, qlora).params.trainable > 0
