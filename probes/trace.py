@@ -896,14 +896,17 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
 
 
 def _failing_adapter(model: Any, tb: Any) -> str | None:
-    """The name of the PEFT-wrapped module whose LoRA forward raised (the innermost frame of PEFT's tuners), or None."""
+    """The name of the PEFT-wrapped module whose LoRA forward raised (the innermost frame of a LoRA layer in PEFT's
+    tuners), or None. The tuner's own model wrapper (``base_model``) is on every trace's stack: an error of the model's
+    code under it is the model's, not an adapter's (DeepSeek-V2's default config: a data-dependent top-k)."""
     import torch
 
     name = None
     while tb is not None:
         frame = tb.tb_frame
         owner = frame.f_locals.get("self")
-        if "/peft/tuners/" in frame.f_code.co_filename.replace("\\", "/") and isinstance(owner, torch.nn.Module):
+        if "/peft/tuners/" in frame.f_code.co_filename.replace("\\", "/") and isinstance(owner, torch.nn.Module) \
+                and hasattr(owner, "lora_A"):
             name = next((n for n, m in model.named_modules() if m is owner), name)
         tb = tb.tb_next
     return name.removeprefix("base_model.model.") if name else None
