@@ -15,6 +15,7 @@ torch, transformers and peft are imported inside the functions: the CLI imports 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -76,16 +77,22 @@ def _plan(config: dict[str, Any]) -> tuple[int, int]:
 
 
 def _cut_config(config: dict[str, Any], layers: int, attention: str, layer_index: list[int] | None = None) -> Any:
-    import transformers
-
     from probes.hf_model import config_from_dict
 
     try:
         return config_from_dict(config, layers, attn_impl=attention, layer_index=layer_index)
     except Exception as e:  # noqa: BLE001 - a family's config class raises what it likes (Exaone-4: ZeroDivisionError)
-        why = (str(e).splitlines() or [""])[0][:160]
-        raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {config.get('model_type')!r} "
-                           f"from this config: {type(e).__name__}: {why}") from None
+        raise _cannot_build(config.get("model_type"), e) from None
+
+
+def _cannot_build(model_type: Any, e: Exception, detail: str = "", width: int = 160) -> AdvisorError:
+    """One line for a family that transformers cannot build from this config: its config class or its constructor
+    raised ``e`` (``detail``: what failed where, ending in ": ")."""
+    import transformers
+
+    why = (str(e).splitlines() or [""])[0][:width]
+    return AdvisorError(f"transformers {transformers.__version__} cannot build model_type {model_type!r} from this config: "
+                        f"{detail}{type(e).__name__}: {why}")
 
 
 def _from_config(cfg: Any, **kw: Any) -> Any:
@@ -99,17 +106,14 @@ def _from_config(cfg: Any, **kw: Any) -> Any:
     try:
         return transformers.AutoModelForCausalLM.from_config(cfg, **kw)
     except Exception as e:  # noqa: BLE001 - a family's constructor raises what it likes
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if "/transformers/models/" in f.filename] or \
-            traceback.extract_tb(e.__traceback__)[-1:]
-        where = frames[-1] if frames else None
+        frames = traceback.extract_tb(e.__traceback__)
+        where = next((f for f in reversed(frames) if "/transformers/models/" in f.filename), frames[-1] if frames else None)
         line = (where.line or "").strip() if where else ""
         unset = sorted({name for name in re.findall(r"(?:self|config)\.(\w+)", line)
                         if hasattr(cfg, name) and getattr(cfg, name) is None})
         what = f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} null in the config, and " if unset else ""
         at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno} ({line[:80]})" if where else ""
-        why = (str(e).splitlines() or [""])[0][:120]
-        raise AdvisorError(f"transformers {transformers.__version__} cannot build model_type {cfg.model_type!r} from this "
-                           f"config: {what}its code failed{at}: {type(e).__name__}: {why}") from None
+        raise _cannot_build(cfg.model_type, e, f"{what}its code failed{at}: ", width=120) from None
 
 
 class _Counter:
@@ -314,7 +318,6 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
     the usual names found there would leave Phi-3 with ``o_proj`` alone); None where it has none of these (the error
     then names the model's projections). Built on the meta device: no weights."""
     import torch
-    import transformers
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
 
     with torch.device("meta"):
@@ -333,7 +336,6 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: li
     Built on the meta device (no initialisation), adapters attached there by PEFT, then every tensor made fake.
     """
     import torch
-    import transformers
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     cfg = _cut_config(config, layers, "eager" if v.attention == "eager" else "sdpa", layer_index)
@@ -658,12 +660,13 @@ class _Retained:
         return float(sum(self.params[k].numel() for k in self.held))
 
 
-def _forward_source(m: Any) -> str | None:
-    """The source of a module class's own forward (None where it cannot be read)."""
+@functools.lru_cache(maxsize=None)
+def _forward_source(cls: type) -> str | None:
+    """The source of a module class's own forward (None where it cannot be read), read once per class."""
     import inspect
 
     try:
-        return inspect.getsource(type(m).forward)
+        return inspect.getsource(cls.forward)
     except (OSError, TypeError):
         return None
 
@@ -675,7 +678,7 @@ def _calls_linear_forward(m: Any) -> bool:
 
     if type(m).forward is torch.nn.Linear.forward:
         return False
-    source = _forward_source(m)
+    source = _forward_source(type(m))
     return source is not None and "super().forward" in source
 
 
@@ -690,10 +693,11 @@ def _runs_f_linear(m: Any, torch: Any) -> bool:
         return False
     if "forward" in vars(m):  # the bitsandbytes stand-in replaced its forward (``_as_bitsandbytes``): F.linear
         return True
-    if type(m).forward is torch.nn.Linear.forward or type(m).__module__.split(".")[0] in ("peft", "bitsandbytes"):
+    if type(m).forward is torch.nn.Linear.forward or type(m).__module__.split(".")[0] in ("peft", "bitsandbytes") \
+            or _calls_linear_forward(m):
         return True
-    source = _forward_source(m)
-    return source is None or "super().forward" in source or "linear(" in source
+    source = _forward_source(type(m))
+    return source is None or "linear(" in source
 
 
 def _poly(values: list[float], lengths: tuple[int, ...] = SEQS) -> Poly:

@@ -724,29 +724,28 @@ def test_parameters_a_saved_view_holds_are_recorded() -> None:
     assert trace_model(QWEN3_TOY, TraceVariant(trains="all")).params.zero3_retained_per_layer == 0
 
 
+FALCON_7B_SHAPE = {"model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+                   "vocab_size": 1000, "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False,
+                   "bias": False, "alibi": False}  # Falcon-7B's layout (multi-query, parallel blocks), small
+
+
 def test_a_linear_with_a_product_of_its_own_holds_its_gathered_weight() -> None:
     """ZeRO-3 replaces ``F.linear``; Falcon's ``FalconLinear`` multiplies by ``self.weight.T`` instead, so every projection
     of its layers keeps its gathered weight until backward (measured: Falcon-7B full ZeRO-3 on two H200s, 122.8 GiB; 105.9
     predicted while every ``nn.Linear`` was taken as released). A router that calls ``super().forward`` (Llama-4, above)
     still goes through ``F.linear``."""
-    falcon = {"model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
-              "vocab_size": 1000, "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False,
-              "bias": False, "alibi": False}
     head = 256 // 4
     per_layer = 256 * (256 + 2 * head) + 256 * 256 + 2 * 256 * 1024  # query_key_value, dense, and the 4x MLP
-    assert trace_model(falcon, TraceVariant(trains="all")).params.zero3_retained_per_layer == per_layer
+    assert trace_model(FALCON_7B_SHAPE, TraceVariant(trains="all")).params.zero3_retained_per_layer == per_layer
 
 
 def test_bitsandbytes_replaces_falcon_s_linears_too() -> None:
     """transformers' replace_with_bnb_linear takes every ``nn.Linear`` of the blocks, Falcon's ``FalconLinear`` included:
     with a 4-bit base its projections go through ``F.linear`` like any bitsandbytes layer, so ZeRO-3 releases their
     gathered weights (the 16-bit base above holds them)."""
-    falcon = {"model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
-              "vocab_size": 1000, "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False,
-              "bias": False, "alibi": False}
     adapters = dict(trains="adapters", lora_targets=["query_key_value"], lora_rank=8, zero3=True)
-    assert trace_model(falcon, TraceVariant(**adapters)).params.zero3_retained_per_layer > 0
-    assert trace_model(falcon, TraceVariant(**adapters, bnb_base=True)).params.zero3_retained_per_layer == 0
+    assert trace_model(FALCON_7B_SHAPE, TraceVariant(**adapters)).params.zero3_retained_per_layer > 0
+    assert trace_model(FALCON_7B_SHAPE, TraceVariant(**adapters, bnb_base=True)).params.zero3_retained_per_layer == 0
 
 
 def test_a_family_whose_constructor_fails_names_the_null_field(tmp_path) -> None:

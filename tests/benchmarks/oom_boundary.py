@@ -70,13 +70,14 @@ def log_likelihood(rows: list[dict], spread: Spread) -> float:
     return float(log_likelihoods(rows, [spread.bias], [spread.sigma])[0, 0])
 
 
-def fit_spread(rows: list[dict], biased: bool) -> Spread:
-    """Maximum likelihood (bias, sigma) of the outcomes ``rows`` over the grid; bias 0 unless ``biased``."""
+def fit_spread(rows: list[dict], biased: bool, sigmas: list[float] = SIGMAS) -> Spread:
+    """Maximum likelihood (bias, sigma) of the outcomes ``rows`` over the grid of ``sigmas`` and ``BIASES``; bias 0
+    unless ``biased``."""
     if not rows:
         return Spread(0.0, math.nan)
     biases = BIASES if biased else [0.0]
-    i, j = np.unravel_index(np.argmax(log_likelihoods(rows, biases, SIGMAS)), (len(biases), len(SIGMAS)))
-    return Spread(biases[i], SIGMAS[j])
+    i, j = np.unravel_index(np.argmax(log_likelihoods(rows, biases, sigmas)), (len(biases), len(sigmas)))
+    return Spread(biases[i], sigmas[j])
 
 
 def verdicts(rows: list[dict], spread_of) -> tuple[int, int, int]:

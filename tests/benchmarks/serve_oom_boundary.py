@@ -1,6 +1,6 @@
 """Benchmark: the spread of a serving case's memory verdict, fitted to which serving runs really ran out.
 
-Run: python tests/benchmarks/serve_oom_boundary.py > tests/benchmarks/serve_oom_boundary.out.txt   (~1 min on 2 cores)
+Run: python -m tests.benchmarks.serve_oom_boundary > tests/benchmarks/serve_oom_boundary.out.txt   (~1 min on 2 cores)
 
 A serving case's ``p_oom`` is P(its true requirement > what it may use): for the transformers runtime the usable GPU
 memory; for an engine its memory fraction's share, so that the sequences' blocks overflow its KV pool (the engine then
@@ -13,23 +13,15 @@ its engine runs' peaks are predicted within about 1% near the limit, so sigma ma
 
 from __future__ import annotations
 
-import math
-import sys
 import time
 import warnings
-from pathlib import Path
-
-import numpy as np
 
 warnings.filterwarnings("ignore")
-sys.path.insert(0, str(Path(__file__).parent))
-
-from oom_boundary import log_likelihood, log_likelihoods, verdicts  # noqa: E402
 
 from models.oom import P_OOM_FITS, SERVE_SPREAD, Spread, p_exceeds  # noqa: E402
+from tests.benchmarks.oom_boundary import fit_spread as fit_probit, log_likelihood, verdicts  # noqa: E402
 
 SIGMAS = [i / 1000 for i in range(10, 151)]  # no tighter than 1%: the engine runs' peaks near the limit are 0.7-1.1% off
-BIASES = [i / 1000 for i in range(-50, 101, 2)]
 
 
 def outcomes() -> list[dict]:
@@ -57,10 +49,8 @@ def outcomes() -> list[dict]:
 
 
 def fit_spread(rows: list[dict]) -> Spread:
-    if not rows:
-        return Spread(0.0, math.nan)
-    i, j = np.unravel_index(np.argmax(log_likelihoods(rows, BIASES, SIGMAS)), (len(BIASES), len(SIGMAS)))
-    return Spread(BIASES[i], SIGMAS[j])
+    """Bias and sigma by probit maximum likelihood (training's fit, ``oom_boundary``), sigma on this benchmark's grid."""
+    return fit_probit(rows, biased=True, sigmas=SIGMAS)
 
 
 def main() -> None:
