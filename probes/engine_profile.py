@@ -55,7 +55,7 @@ def profile(model: str, seqs: int, tokens: int, repeats: int = 3) -> dict:
     kernels = sum(n for _, n in top.values())
     return {"model": model, "seqs": seqs, "tokens": tokens, "wall_s": wall_s, "gpu_busy_s": sum(by_kind.values()),
             "kernels": kernels, "by_kind_s": dict(by_kind),
-            "top": sorted(([n[:90], round(v[0], 6), v[1]] for n, v in top.items()), key=lambda x: -x[1])[:14],
+            "top": sorted(([n[:90], round(v[0], 6), v[1]] for n, v in top.items()), key=lambda x: -x[1])[:24],
             "paths": dec.paths()}
 
 

@@ -1287,6 +1287,25 @@ def _omp_threads(hw: str, prefix: str) -> list[dict[str, Any]]:
     return out
 
 
+def _zero3_offload_optimizer(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """ZeRO-3 with only the optimizer offloaded against ZeRO-2's offload, on one GPU (2026-11-28, fourth): the fitted
+    ``zero3_offload_opt_overhead`` (2.1) sits between the H100 lease's Llama-3.2-3B and Llama-2-7B rows with
+    recomputation (optimizer phase 2.5x ZeRO-2's) and LFM2's two-GPU row without it (1.3x). With and without
+    recomputation and on 1 and 16 threads, to see what decides it; stored before they run."""
+    ds = {"engine": "deepspeed", **_OFFLOAD}
+    c = _family_case(hw, prefix)
+    l3b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-3b", "pretrain", gpus=1, seq_len=2048, **kw)  # noqa: E731
+    return [
+        l3b("l3b-z2off-rc-mb4-t16", zero_stage=2, offload="optimizer", recompute=True, micro_batch_size=4, omp_threads=16, **ds),
+        l3b("l3b-z3offopt-rc-mb4-t16", zero_stage=3, offload="optimizer", recompute=True, micro_batch_size=4, omp_threads=16, **ds),
+        l3b("l3b-z3offopt-mb4-t16", zero_stage=3, offload="optimizer", micro_batch_size=4, omp_threads=16, **ds),
+        l3b("l3b-z3offopt-rc-mb4-t1", zero_stage=3, offload="optimizer", recompute=True, micro_batch_size=4, omp_threads=1, **ds),
+        c("lfm2-z3offopt-mb4-t16", "lfm2", "pretrain", zero_stage=3, offload="optimizer", micro_batch_size=4, omp_threads=16, **ds),
+        c("lfm2-z2off-mb4-t16", "lfm2", "pretrain", zero_stage=2, offload="optimizer", micro_batch_size=4, omp_threads=16, **ds),
+        c("q4-z3offopt-mb2-t16", "q4", "pretrain", zero_stage=3, offload="optimizer", micro_batch_size=2, omp_threads=16, **ds),
+    ]
+
+
 def _offload_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-Offload of families outside the catalog, on the threads the launch line gives CPU Adam (one rank: every
     core): the traced step with the host's optimizer and copies, held out (traced rows stay out of the fit)."""
@@ -1549,6 +1568,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h100x2-recommend-moe": _recommend_moe_2gpu,
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
+                         "h200-zero3-offload-optimizer": lambda: _zero3_offload_optimizer("h200x1", "h200z3o"),
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
                          "h200-new-arch-3": lambda: _new_arch_3("h200x1", "h200c"),
                          "h200-new-arch-2": lambda: _new_arch_2("h200x1", "h200b"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
