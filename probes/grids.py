@@ -1306,6 +1306,21 @@ def _zero3_offload_optimizer(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _zero3_offload_optimizer_2gpu() -> list[dict[str, Any]]:
+    """The same on two H200s (2026-11-28, fourth): LFM2's two-GPU row on one thread per rank had ZeRO-3's optimizer
+    phase at 1.3x ZeRO-2's CPU Adam where one GPU on 16 threads showed 1.8-2.2x; ZeRO-2 and ZeRO-3 side by side on one
+    thread per rank (torchrun's default) and on sixteen; stored before they run."""
+    ds = {"engine": "deepspeed", **_OFFLOAD}
+    c = _pair_case("h200x2z3o", 240)
+    l3b = lambda cid, **kw: _case("h200x2", f"h200x2z3o-{cid}", "llama3.2-3b", "pretrain", gpus=2, seq_len=2048, **kw)  # noqa: E731
+    return [
+        l3b("l3b-z3offopt-mb4-t1", zero_stage=3, offload="optimizer", micro_batch_size=4, omp_threads=1, **ds),
+        l3b("l3b-z2off-mb4-t1", zero_stage=2, offload="optimizer", micro_batch_size=4, omp_threads=1, **ds),
+        l3b("l3b-z3offopt-mb4-t16", zero_stage=3, offload="optimizer", micro_batch_size=4, omp_threads=16, **ds),
+        c("lfm2-z3offopt-mb8-t1", "lfm2", "pretrain", zero_stage=3, offload="optimizer", micro_batch_size=8, omp_threads=1, **ds),
+    ]
+
+
 def _offload_families(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-Offload of families outside the catalog, on the threads the launch line gives CPU Adam (one rank: every
     core): the traced step with the host's optimizer and copies, held out (traced rows stay out of the fit)."""
@@ -1569,6 +1584,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h200-offload-families": lambda: _offload_families("h200x1", "h200f"),
                          "h200-omp-threads": lambda: _omp_threads("h200x1", "h200o"),
                          "h200-zero3-offload-optimizer": lambda: _zero3_offload_optimizer("h200x1", "h200z3o"),
+                         "h200x2-zero3-offload-optimizer": _zero3_offload_optimizer_2gpu,
                          "h200-new-arch-4": lambda: _new_arch_4("h200x1", "h200d"),
                          "h200-new-arch-3": lambda: _new_arch_3("h200x1", "h200c"),
                          "h200-new-arch-2": lambda: _new_arch_2("h200x1", "h200b"),"h100-recommend-unseen": lambda: _recommend_unseen("h100x1", "h100r2"),
