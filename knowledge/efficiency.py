@@ -91,7 +91,7 @@ class Efficiencies(BaseModel):
     cpu_adam_thread_gparams_s: float = _p(0.85, "measured: DeepSpeed CPU Adam on one thread, 0.924 Gparam/s on the one-H200 host (100M parameters, 2026-11-26, knowledge/measurements/own/logs/h200x1-host-contention-2026-11-26.jsonl) and 0.775 on the 2xH200 host (50M, 2026-11-23, h200x2-links-2026-11-23.jsonl): their mean; not fitted (a shared rate fitted through the study's slow offload rows came out at 0.29 and put one-H200 ZeRO-Offload on 1-4 threads 36-53% too slow, grid h200-omp-threads), each server's factor carries its own host", 1e-3, 10)
     cpu_adam_bandwidth_gparams_s: float = _p(10.0, "prior: ~320 GB/s of host DRAM / 32 B per parameter; probes: 4.4 Gparam/s on 16 threads, 5.6 on 32", 0.1, 100)
     offload_step_overhead: float = _p(1.5, "prior: DeepSpeed's offloaded step beyond the Adam kernel (grad norm, fp32<->16-bit copies, sub-group loop)", 1, 20)
-    zero3_offload_opt_overhead: float = _p(2.0, "prior: ZeRO-3 with the optimizer offloaded but parameters on the GPU copies each updated sub-group back synchronously", 1, 20)
+    zero3_offload_opt_overhead: float = _p(2.0, "prior: ZeRO-3 with the optimizer offloaded but parameters on the GPU: its step's host time over ZeRO-2's is 1 + (this - 1) x CPU Adam's time on at most a few threads (models.step_time.zero3_offload_extra_s)", 1, 20)
     # --- communication ------------------------------------------------------------------------
     link_eff_nvswitch: float = _p(0.75, "prior: NCCL ring bus bandwidth ~75% of NVLink one-direction peak", 0.01, 1)
     # one efficiency for every PCIe path (with or without peer-to-peer, NVLink bridge pairs whose ring

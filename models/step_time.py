@@ -163,6 +163,22 @@ def omp_threads(s: TrainSetup) -> int:
     return s.case.omp_threads or launch_omp_threads(s.platform.host.cpu_cores, s.per_node)
 
 
+# ZeRO-3 with only the optimizer offloaded does more host work a step than ZeRO-2's offload (its optimizer phase ran
+# 1.8-2.2x ZeRO-2's on one H200 with 16 threads and 1.8x with one; on two H200s, one thread a rank, 1.5x), work that
+# stops speeding up past a few threads where CPU Adam keeps scaling: priced as CPU Adam's time on at most this many
+# threads (knowledge/measurements/own/h200{,x2}-zero3-offload-optimizer-2026-11-28.jsonl; with the whole extra
+# scaling like CPU Adam, the one-thread cases came out 18-31% slow)
+ZERO3_OFFLOAD_EXTRA_THREADS = 4
+
+
+def zero3_offload_extra_s(s: TrainSetup, local: float, eff: Efficiencies, c: Ceilings) -> float:
+    """Seconds ZeRO-3's offloaded optimizer step spends beyond ZeRO-2's (parameters left on the GPU): the fitted
+    multiple of CPU Adam's time on at most ``ZERO3_OFFLOAD_EXTRA_THREADS`` threads."""
+    threads = min(omp_threads(s), ZERO3_OFFLOAD_EXTRA_THREADS)
+    rate = cpu_adam_gparams_per_s(threads, eff, c, s.per_node) * 1e9
+    return local / rate * eff.offload_step_overhead * (eff.zero3_offload_opt_overhead - 1.0)
+
+
 def effective_threads(threads: int, ranks_on_node: int, cores: int) -> float:
     """Threads' worth of cores one rank's CPU Adam gets: its own threads while the node's ranks fit its cores,
     else its share of the cores, time-shared (``OVERSUBSCRIBED_OMP_EFF``)."""
@@ -265,7 +281,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         rate = cpu_adam_gparams_per_s(omp_threads(s), eff, c, s.per_node) * 1e9
         cpu = local / rate * eff.offload_step_overhead
         if s.zero == 3 and not s.offload_params:
-            cpu *= eff.zero3_offload_opt_overhead
+            cpu += zero3_offload_extra_s(s, local, eff, c)
         # gradients stream to the host inside the backward (DeepSpeed copies each reduced bucket to the host
         # partition), partly hidden behind it (grad_overlap): the harness times the exposed part there, 0.42 s of a
         # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads); the updated 16-bit weights
