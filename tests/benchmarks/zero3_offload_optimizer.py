@@ -7,6 +7,9 @@ on one thread. On two H200s (``h200x2-zero3-offload-optimizer``), one thread per
 again), so the factor predicts that case 31% slow. Predictions were stored before the runs (without a profile and with the bundled h200x1 profile), then
 scored here held out (this output was made while they were outside the fit); the rows were moved into the fit after (``knowledge/measurements/own``).
 
+After these runs the extra host work is priced on at most 4 threads (``models.step_time.zero3_offload_extra_s``, refit
+multiple 1.59): the "code of today" column is that, in sample.
+
     python -m tests.benchmarks.zero3_offload_optimizer > tests/benchmarks/zero3_offload_optimizer.out.txt
 """
 
