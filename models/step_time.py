@@ -171,12 +171,17 @@ def omp_threads(s: TrainSetup) -> int:
 ZERO3_OFFLOAD_EXTRA_THREADS = 4
 
 
+def offloaded_step_s(s: TrainSetup, local: float, threads: int, eff: Efficiencies, c: Ceilings) -> float:
+    """Host seconds of DeepSpeed's offloaded optimizer step over ``local`` parameters: CPU Adam on ``threads`` threads
+    (every rank of the node stepping) and the step's work beyond its kernel (``offload_step_overhead``)."""
+    return local / (cpu_adam_gparams_per_s(threads, eff, c, s.per_node) * 1e9) * eff.offload_step_overhead
+
+
 def zero3_offload_extra_s(s: TrainSetup, local: float, eff: Efficiencies, c: Ceilings) -> float:
     """Seconds ZeRO-3's offloaded optimizer step spends beyond ZeRO-2's (parameters left on the GPU): the fitted
-    multiple of CPU Adam's time on at most ``ZERO3_OFFLOAD_EXTRA_THREADS`` threads."""
+    multiple of the offloaded step's time on at most ``ZERO3_OFFLOAD_EXTRA_THREADS`` threads."""
     threads = min(omp_threads(s), ZERO3_OFFLOAD_EXTRA_THREADS)
-    rate = cpu_adam_gparams_per_s(threads, eff, c, s.per_node) * 1e9
-    return local / rate * eff.offload_step_overhead * (eff.zero3_offload_opt_overhead - 1.0)
+    return offloaded_step_s(s, local, threads, eff, c) * (eff.zero3_offload_opt_overhead - 1.0)
 
 
 def effective_threads(threads: int, ranks_on_node: int, cores: int) -> float:
@@ -278,8 +283,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     h2d = c.pcie_bps * eff.h2d_eff if pinned else min(c.pcie_bps * eff.h2d_eff, eff.pageable_copy_gbs * 1e9)
     overlap = eff.grad_overlap if pinned else 0.0
     if s.offload_optimizer:
-        rate = cpu_adam_gparams_per_s(omp_threads(s), eff, c, s.per_node) * 1e9
-        cpu = local / rate * eff.offload_step_overhead
+        cpu = offloaded_step_s(s, local, omp_threads(s), eff, c)
         if s.zero == 3 and not s.offload_params:
             cpu += zero3_offload_extra_s(s, local, eff, c)
         # gradients stream to the host inside the backward (DeepSpeed copies each reduced bucket to the host

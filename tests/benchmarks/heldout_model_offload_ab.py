@@ -2,7 +2,8 @@
 by the code of a commit: how a change to the step-time model moves the held-out error of one model's offload rows.
 
 Used for the ZeRO-3 optimizer-offload change of 2026-11-28 (commit 64ac6b1, ``zero3_offload_extra_s``): run once in a
-worktree of the commit before it (917e68e, the same rows and data) and once here, then compare the two JSON files (an existing first file is read, not fitted again):
+worktree of the commit before it (917e68e, the same rows and data) and once here, then compare the two JSON
+files (an existing first file is read, not fitted again):
 
     git worktree add /tmp/old 917e68e
     (cd /tmp/old && PYTHONPATH=/tmp/old python /work/main/tests/benchmarks/heldout_model_offload_ab.py /tmp/ab_old.json)
@@ -28,9 +29,9 @@ def held_out(path: str) -> dict:
     from advisor.predictor import calibration_for
 
     rows, _ = training_rows(measurements("all")[0])
-    name = lambda r: r.arch.name.split("[:")[0]  # noqa: E731
-    test = [r for r in rows if name(r) == MODEL and r.has_throughput and not r.m.dataset.startswith("zhang")]
-    est = fit_correction([r for r in rows if name(r) != MODEL])
+    # held out as ``advisor validate --holdout model`` groups runs (the paper's rows, grouped by server, stay in the fit)
+    test = [r for r in rows if r.group("model") == MODEL and r.has_throughput]
+    est = fit_correction([r for r in rows if r.group("model") != MODEL])
     out = [(r.case.id, r.case.zero_stage, r.case.offload,
             r.predict(calibration_for(r.platform, None, est.efficiencies_, est.platform_factors_)).tokens_per_s
             / r.m.measured.tokens_per_s - 1) for r in test]
