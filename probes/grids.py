@@ -1204,6 +1204,31 @@ def _unrun_types_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _long_seq_2gpu() -> list[dict[str, Any]]:
+    """Two H200s at 8,192 tokens (2026-11-28, fifth), the end of issue 21's 1k-8k range where the traced runs were
+    fewest (one of 70 two-GPU rows): a 14B with q/k norms, a 131k vocabulary, fused projections with a tied 200k one,
+    latent attention with experts, sliding windows, routed experts; LoRA, QLoRA and full; DDP, ZeRO-2, ZeRO-3 and
+    ZeRO-Offload. Predictions stored before they run."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _pair_case("h200x2ls", 150)
+    s = {"seq_len": 8192}
+    return [
+        c("q14-lora-z3-rc-mb1", "q14", "finetune", method="lora", micro_batch_size=1, zero_stage=3, recompute=True, **s, **ds),
+        c("nemo12-lora-z2-rc-mb1", "nemo12", "finetune", method="lora", micro_batch_size=1, zero_stage=2, recompute=True, **s, **ds),
+        c("phi4-full-z2-rc-mb1", "phi4", "pretrain", micro_batch_size=1, zero_stage=2, recompute=True, **s, **ds),
+        c("q8-qlora-ddp-rc-mb2", "q8", "finetune", method="qlora", micro_batch_size=2, recompute=True, **s, **pt),
+        c("dsv2-lora-z2-rc-mb1", "dsv2", "finetune", method="lora", micro_batch_size=1, zero_stage=2, recompute=True, **s, **ds),
+        c("smol2-full-ddp-mb1", "smol2", "pretrain", micro_batch_size=1, **s, **pt),
+        c("g9-lora-z3-rc-mb1", "g9", "finetune", method="lora", micro_batch_size=1, zero_stage=3, recompute=True, **s, **ds),
+        c("moe-full-z3-rc-mb2", "moe", "pretrain", micro_batch_size=2, zero_stage=3, recompute=True, **s, **ds),
+        c("q4-full-z2off-rc-mb2", "q4", "pretrain", micro_batch_size=2, zero_stage=2, offload="optimizer", recompute=True,
+          **s, **{**ds, **_OFFLOAD}),
+        c("g2-lora-ddp-mb1", "g2", "finetune", method="lora", micro_batch_size=1, **s, **pt),
+        c("g3-full-ddp-mb1", "g3", "pretrain", micro_batch_size=1, **s, **pt),
+        c("q2-full-z3-mb2", "q2", "pretrain", micro_batch_size=2, zero_stage=3, **s, **ds),
+    ]
+
+
 def _blind_families() -> list[dict[str, Any]]:
     """Seven model types never run (``FAMILIES`` mixtral ... gmoes) on one H100, stored before they run (without a
     profile, with the bundled one, and with the lease's own, written on the device before the runs)."""
@@ -1564,6 +1589,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h200x2-zero3-families": _zero3_families_2gpu,
                          "h200x2-zero3-families-2": _zero3_families_2gpu_2,
                          "h200x2-unrun-types": _unrun_types_2gpu,
+                         "h200x2-long-seq": _long_seq_2gpu,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
