@@ -1229,6 +1229,30 @@ def _long_seq_2gpu() -> list[dict[str, Any]]:
     ]
 
 
+def _long_seq_2gpu_2() -> list[dict[str, Any]]:
+    """Two H200s at 4,096-8,192 tokens, after ``_long_seq_2gpu`` (2026-11-28, fifth): eager attention at long context (the
+    issue's worst regime, 32% optimistic), QLoRA under DeepSpeed, ZeRO-3 LoRA of latent attention, and runs predicted
+    near the memory boundary at 8k (where activations, not states, decide the verdict). Stored before they run."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _pair_case("h200x2ls2", 150)
+    s8, s4 = {"seq_len": 8192}, {"seq_len": 4096}
+    return [
+        c("q8-lora-ddp-eager-rc-mb1-s4k", "q8", "finetune", method="lora", micro_batch_size=1, recompute=True,
+          flash_attention=False, **s4, **pt),
+        c("nemo12-qlora-z2-rc-mb1", "nemo12", "finetune", method="qlora", micro_batch_size=1, zero_stage=2, recompute=True, **s8, **ds),
+        c("dsv2-lora-z3-rc-mb2", "dsv2", "finetune", method="lora", micro_batch_size=2, zero_stage=3, recompute=True, **s8, **ds),
+        c("phi4-lora-ddp-mb1", "phi4", "finetune", method="lora", micro_batch_size=1, **s8, **pt),
+        c("smol2-full-ddp-mb2", "smol2", "pretrain", micro_batch_size=2, **s8, **pt),
+        c("g2-lora-ddp-mb2", "g2", "finetune", method="lora", micro_batch_size=2, **s8, **pt),
+        c("q2-full-z3-mb3", "q2", "pretrain", micro_batch_size=3, zero_stage=3, **s8, **ds),
+        c("q4-lora-z2-mb1", "q4", "finetune", method="lora", micro_batch_size=1, zero_stage=2, **s8, **ds),
+        c("g9-qlora-ddp-rc-mb2", "g9", "finetune", method="qlora", micro_batch_size=2, recompute=True, **s8, **pt),
+        c("g3-lora-ddp-eager-mb1-s4k", "g3", "finetune", method="lora", micro_batch_size=1, flash_attention=False, **s4, **pt),
+        c("smol2-full-ddp-mb3", "smol2", "pretrain", micro_batch_size=3, **s8, **pt),
+        c("g9-qlora-ddp-rc-mb3", "g9", "finetune", method="qlora", micro_batch_size=3, recompute=True, **s8, **pt),
+    ]
+
+
 def _blind_families() -> list[dict[str, Any]]:
     """Seven model types never run (``FAMILIES`` mixtral ... gmoes) on one H100, stored before they run (without a
     profile, with the bundled one, and with the lease's own, written on the device before the runs)."""
@@ -1589,7 +1613,7 @@ GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h
                          "h200x2-zero3-families": _zero3_families_2gpu,
                          "h200x2-zero3-families-2": _zero3_families_2gpu_2,
                          "h200x2-unrun-types": _unrun_types_2gpu,
-                         "h200x2-long-seq": _long_seq_2gpu,
+                         "h200x2-long-seq": _long_seq_2gpu, "h200x2-long-seq-2": _long_seq_2gpu_2,
                          "h200x2-study-p2p-off": lambda: _study_settings("h200x2", False),
                          "h200x2-study-p2p-on": lambda: _study_settings("h200x2", True),
                          "h100x2-study-p2p-off": lambda: _study_settings("h100x2", False),
