@@ -118,6 +118,19 @@ def _last_error_line(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
+def run_omp_threads(case: dict[str, Any], env: dict[str, str], args: argparse.Namespace) -> int | None:
+    """The OpenMP threads each rank of ``case`` runs with, so that its row records them: the case's own, else the
+    environment's, else torchrun's default of one a process when it starts several (a case without the field is
+    predicted at the launch line's cores / ranks: a two-GPU ZeRO-Offload row stored without it on 2026-11-28 ran 2.5x
+    slower than its prediction for that reason alone); None for one process, which takes every core."""
+    if case.get("omp_threads"):
+        return int(case["omp_threads"])
+    if env.get("OMP_NUM_THREADS", "").isdigit():
+        return int(env["OMP_NUM_THREADS"])
+    gpus = int(case.get("gpus") or 1) if case.get("task") != "serve" else 1
+    return 1 if gpus > 1 and not getattr(args, "hostfile", None) else None
+
+
 def run_one(case: dict[str, Any], out_file: Path, log_file: Path, timeout: float, args: argparse.Namespace
             ) -> tuple[dict | None, float]:
     """Run one case in a fresh process group; returns (its Measurement row or None, seconds taken)."""
@@ -127,7 +140,8 @@ def run_one(case: dict[str, Any], out_file: Path, log_file: Path, timeout: float
     with open(tmp_log, "w") as logf:
         # start_new_session: the case and its torchrun workers form one group we can kill on a timeout
         env = child_env()
-        if case.get("omp_threads"):  # the threads the case's ranks run with (torch and DeepSpeed's CPU Adam read it)
+        case = {**case, "omp_threads": run_omp_threads(case, env, args)}
+        if case["omp_threads"]:  # the threads the case's ranks run with (torch and DeepSpeed's CPU Adam read it)
             env["OMP_NUM_THREADS"] = str(case["omp_threads"])
         proc = subprocess.Popen(case_command(case, out_file, args), stdout=logf, stderr=subprocess.STDOUT,
                                 cwd=REPO, env=env, start_new_session=True)

@@ -229,3 +229,17 @@ def test_campaign_dry_run_uses_torchrun_for_two_gpus(capsys: pytest.CaptureFixtu
     two = [ln for ln in lines if '"gpus": 2' in ln]
     assert two and all("torch.distributed.run --standalone --nproc_per_node=2 -m probes.run_case" in ln for ln in two)
     assert not Path("/nonexistent/x").exists()
+
+
+def test_a_row_records_the_threads_its_ranks_ran_with() -> None:
+    """torchrun starts each of several ranks on one OpenMP thread unless told otherwise: the row must say so, or it is
+    predicted at the launch line's cores / ranks (a two-GPU ZeRO-Offload row ran 2.5x slower than that)."""
+    import argparse
+
+    args = argparse.Namespace(hostfile=None)
+    two = {"task": "pretrain", "gpus": 2}
+    assert campaign.run_omp_threads(two, {}, args) == 1
+    assert campaign.run_omp_threads({**two, "omp_threads": 8}, {}, args) == 8
+    assert campaign.run_omp_threads(two, {"OMP_NUM_THREADS": "4"}, args) == 4
+    assert campaign.run_omp_threads({"task": "pretrain", "gpus": 1}, {}, args) is None
+    assert campaign.run_omp_threads({"task": "serve", "gpus": 2}, {}, args) is None
