@@ -9,17 +9,13 @@ stay held out (``knowledge/measurements/own/logs/``, not fitted).
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import compare
+from tests.benchmarks.stored_predictions import compare_grid
 
 GRID = "h200-eager-small"
 
 
 def main() -> None:
-    for label, preds, prof in (("without a profile", f"{GRID}-predictions-2026-11-28.jsonl", None),
-                               ("with the bundled h200x1 profile", f"{GRID}-predictions-profile-2026-11-28.jsonl", "h200x1")):
-        print(f"== one H200, 4,096 tokens, {label}")
-        compare([f"logs/{GRID}-2026-11-28.jsonl"], [preds], prof)
-        print()
+    compare_grid(GRID, "one H200, 4,096 tokens", "h200x1", measured=f"logs/{GRID}-2026-11-28.jsonl")
 
 
 if __name__ == "__main__":

@@ -19,18 +19,14 @@ prediction is of another configuration; "code of today" predicts what ran.
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import compare
+from tests.benchmarks.stored_predictions import compare_grid
 
 GRIDS = (("h200x2-long-seq", "8,192 tokens"), ("h200x2-long-seq-2", "4,096-8,192 tokens, eager attention, the memory boundary"))
 
 
 def main() -> None:
     for grid, what in GRIDS:
-        for label, preds, prof in (("without a profile", f"{grid}-predictions-2026-11-28.jsonl", None),
-                                   ("with the bundled h200x2 profile", f"{grid}-predictions-profile-2026-11-28.jsonl", "h200x2")):
-            print(f"== {grid}: two H200s, {what}, {label}")
-            compare([f"{grid}-2026-11-28.jsonl"], [preds], prof)
-            print()
+        compare_grid(grid, f"two H200s, {what}", "h200x2")
 
 
 if __name__ == "__main__":

@@ -57,3 +57,13 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
     score("stored before the runs", stored)
     score("code of today", now)
     return stored, now
+
+
+def compare_grid(grid: str, where: str, profile: str, measured: str | None = None, date: str = "2026-11-28") -> None:
+    """A grid's runs against its predictions stored without a profile and with the bundled ``profile``, one table each
+    (``measured``: the rows' file under OWN, the grid's own by default)."""
+    for label, preds, prof in (("without a profile", f"{grid}-predictions-{date}.jsonl", None),
+                               (f"with the bundled {profile} profile", f"{grid}-predictions-profile-{date}.jsonl", profile)):
+        print(f"== {grid}: {where}, {label}")
+        compare([measured or f"{grid}-{date}.jsonl"], [preds], prof)
+        print()
