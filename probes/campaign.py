@@ -85,8 +85,13 @@ def hostfile_launch(hostfile: Path, hosts: list[str], nodes: int, per_node: int)
     return cmd + ["--no_local_rank", "--module"]
 
 
+def case_gpus(case: dict[str, Any]) -> int:
+    """The processes a case is launched as: its ``gpus`` for training, one for serving."""
+    return int(case.get("gpus") or 1) if case.get("task") != "serve" else 1
+
+
 def case_command(case: dict[str, Any], out_file: Path, args: argparse.Namespace) -> list[str]:
-    gpus = int(case.get("gpus") or 1) if case.get("task") != "serve" else 1
+    gpus = case_gpus(case)
     cmd = [sys.executable, "-m"]
     if getattr(args, "hostfile", None):
         nodes = int(case.get("nodes") or 1)
@@ -122,13 +127,15 @@ def run_omp_threads(case: dict[str, Any], env: dict[str, str], args: argparse.Na
     """The OpenMP threads each rank of ``case`` runs with, so that its row records them: the case's own, else the
     environment's, else torchrun's default of one a process when it starts several (a case without the field is
     predicted at the launch line's cores / ranks: a two-GPU ZeRO-Offload row stored without it on 2026-11-28 ran 2.5x
-    slower than its prediction for that reason alone); None for one process, which takes every core."""
+    slower than its prediction for that reason alone); None for one process, which takes every core, and for a
+    serving case, whose contract has no such field."""
+    if case.get("task") == "serve":
+        return None
     if case.get("omp_threads"):
         return int(case["omp_threads"])
     if env.get("OMP_NUM_THREADS", "").isdigit():
         return int(env["OMP_NUM_THREADS"])
-    gpus = int(case.get("gpus") or 1) if case.get("task") != "serve" else 1
-    return 1 if gpus > 1 and not getattr(args, "hostfile", None) else None
+    return 1 if case_gpus(case) > 1 and not getattr(args, "hostfile", None) else None
 
 
 def run_one(case: dict[str, Any], out_file: Path, log_file: Path, timeout: float, args: argparse.Namespace
@@ -140,9 +147,10 @@ def run_one(case: dict[str, Any], out_file: Path, log_file: Path, timeout: float
     with open(tmp_log, "w") as logf:
         # start_new_session: the case and its torchrun workers form one group we can kill on a timeout
         env = child_env()
-        case = {**case, "omp_threads": run_omp_threads(case, env, args)}
-        if case["omp_threads"]:  # the threads the case's ranks run with (torch and DeepSpeed's CPU Adam read it)
-            env["OMP_NUM_THREADS"] = str(case["omp_threads"])
+        threads = run_omp_threads(case, env, args)
+        if threads:  # the threads the case's ranks run with (torch and DeepSpeed's CPU Adam read it), in its row too
+            case = {**case, "omp_threads": threads}
+            env["OMP_NUM_THREADS"] = str(threads)
         proc = subprocess.Popen(case_command(case, out_file, args), stdout=logf, stderr=subprocess.STDOUT,
                                 cwd=REPO, env=env, start_new_session=True)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -243,3 +244,16 @@ def test_a_row_records_the_threads_its_ranks_ran_with() -> None:
     assert campaign.run_omp_threads(two, {"OMP_NUM_THREADS": "4"}, args) == 4
     assert campaign.run_omp_threads({"task": "pretrain", "gpus": 1}, {}, args) is None
     assert campaign.run_omp_threads({"task": "serve", "gpus": 2}, {}, args) is None
+    # a serving case's contract has no thread field: none is recorded, whatever the environment says
+    assert campaign.run_omp_threads({"task": "serve"}, {"OMP_NUM_THREADS": "4"}, args) is None
+
+
+def test_campaign_runs_a_serving_case(tmp_path: Path) -> None:
+    """The thread count a training row records must never reach a serving case, whose contract has no such field."""
+    p = subprocess.run([sys.executable, "-m", "probes.campaign", "--grid", "toy-cpu", "--out", str(tmp_path),
+                        "--only", "toy-serve", "--budget-s", "200"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = _rows(tmp_path / "measurements.jsonl")
+    assert [r.case["id"] for r in rows] == ["toy-serve"] and rows[0].measured.error is None
+    assert "omp_threads" not in rows[0].case
