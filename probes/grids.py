@@ -361,6 +361,23 @@ FAMILIES = {
     "gmswa": CONFIGS + "granitemoe-swa-defaults-8l.json",
     "neoxj": CONFIGS + "gpt-neox-japanese-defaults.json",
     "cwm": CONFIGS + "cwm-defaults-4l.json",
+    # 2026-11-29: twelve model types never run, from their config classes' defaults (``_source`` in each file; the
+    # MoE ones cut to a few layers): Qwen3.5-MoE (gated delta-net layers beside full attention, 256 experts), MiMo-V2
+    # (sliding and full layers, head 192), Hunyuan v3 and v4 (v4 with DeepSeek's sparse-attention indexer), DeepSeek-V3.2
+    # and AXK2 (indexer sparse attention over latent attention), MiniMax-M3 text, Gemma-4 unified text, HRM text (128
+    # layers), ModernBERT's decoder, GPT-1, CPM-Ant
+    "q35moe": CONFIGS + "qwen3.5-moe-text-defaults-4l.json",
+    "mimo": CONFIGS + "mimo-v2-flash-defaults-2l.json",
+    "hyv4": CONFIGS + "hy-v4-defaults-4l.json",
+    "hyv3": CONFIGS + "hy-v3-defaults-3l.json",
+    "dsv32": CONFIGS + "deepseek-v3.2-defaults-4l.json",
+    "axk2": CONFIGS + "axk2-defaults-8l.json",
+    "mm3": CONFIGS + "minimax-m3-vl-text-defaults-2l.json",
+    "g4u": CONFIGS + "gemma4-unified-text-defaults.json",
+    "hrm": CONFIGS + "hrm-text-defaults.json",
+    "mbdec": CONFIGS + "modernbert-decoder-defaults.json",
+    "gpt1": CONFIGS + "openai-gpt-defaults.json",
+    "cpmant": CONFIGS + "cpmant-defaults-8l.json",
 }
 
 
@@ -1619,7 +1636,58 @@ def _oom_boundary_4(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-oom-boundary": lambda: _oom_boundary("h200x1", "h200ob"),
+def _zero3_single(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """DeepSpeed ZeRO-3 and ZeRO-1 without offload on one GPU (2026-11-29), a setting issue 21's runs name (ZeRO 0-3
+    on one H100) where the traced runs had four rows at full size: ZeRO-3's module hooks and gathers still run with
+    nothing to shard. Popular families, LoRA (PEFT's own targets and ``all-linear``) and full, with and without
+    recomputation, 1k-4k tokens; stored before they run."""
+    ds = {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("q8-lora-z3-mb2", "q8", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("q4-full-z3-mb2", "q4", "pretrain", micro_batch_size=2, zero_stage=3, **ds),
+        c("phi-full-z3-mb4", "phi", "pretrain", micro_batch_size=4, zero_stage=3, **ds),
+        c("g2-lora-z3-mb4", "g2", "finetune", method="lora", micro_batch_size=4, zero_stage=3, **ds),
+        c("nemo12-lora-z3-rc-mb1-s4096", "nemo12", "finetune", method="lora", micro_batch_size=1, seq_len=4096,
+          zero_stage=3, recompute=True, **ds),
+        c("olmoe-lora-z3-mb4", "olmoe", "finetune", method="lora", micro_batch_size=4, zero_stage=3, **ds),
+        c("dsv2-lora-z3-mb2", "dsv2", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("smol2-full-z3-mb8-s1024", "smol2", "pretrain", micro_batch_size=8, seq_len=1024, zero_stage=3, **ds),
+        c("g3-full-z1-mb4", "g3", "pretrain", micro_batch_size=4, zero_stage=1, **ds),
+        c("q4-full-z1-mb2", "q4", "pretrain", micro_batch_size=2, zero_stage=1, **ds),
+        c("q2-full-z3-rc-mb8-s4096", "q2", "pretrain", micro_batch_size=8, seq_len=4096, zero_stage=3, recompute=True, **ds),
+        c("phi4-lora-all-z3-mb4", "phi4", "finetune", method="lora", lora_targets="all-linear", micro_batch_size=4,
+          zero_stage=3, **ds),
+        c("g9-lora-z3-mb2", "g9", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("q14-lora-z1-mb2", "q14", "finetune", method="lora", micro_batch_size=2, zero_stage=1, **ds),
+    ]
+
+
+def _unrun_families_3(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Twelve model types never run (``FAMILIES`` q35moe ... cpmant) on one GPU, stored before they run (2026-11-29):
+    PyTorch/PEFT and DeepSpeed ZeRO-0/2/3, LoRA, QLoRA and full, 512-2k tokens."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("q35moe-lora-pt-mb2", "q35moe", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("mimo-lora-pt-mb2", "mimo", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("hyv4-lora-z2-mb2", "hyv4", "finetune", method="lora", micro_batch_size=2, zero_stage=2, **ds),
+        c("dsv32-lora-pt-mb1", "dsv32", "finetune", method="lora", micro_batch_size=1, **pt),
+        c("axk2-full-z2-mb2", "axk2", "pretrain", micro_batch_size=2, zero_stage=2, **ds),
+        c("mm3-lora-pt-mb2", "mm3", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("g4u-full-pt-mb2", "g4u", "pretrain", micro_batch_size=2, **pt),
+        c("hrm-lora-pt-mb2", "hrm", "finetune", method="lora", micro_batch_size=2, **pt),
+        c("mbdec-full-z0-mb16-s1024", "mbdec", "pretrain", micro_batch_size=16, seq_len=1024, **ds),
+        c("gpt1-full-pt-mb16-s512", "gpt1", "pretrain", micro_batch_size=16, seq_len=512, **pt),
+        c("cpmant-lora-pt-mb4-s1024", "cpmant", "finetune", method="lora", micro_batch_size=4, seq_len=1024, **pt),
+        c("hyv3-qlora-pt-mb2", "hyv3", "finetune", method="qlora", micro_batch_size=2, **pt),
+        c("q35moe-lora-z3-mb2", "q35moe", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-zero3-single": lambda: _zero3_single("h200x1", "h200zs"),
+                         "h200-unrun-families-3": lambda: _unrun_families_3("h200x1", "h200un3"),
+                         "h200-oom-boundary": lambda: _oom_boundary("h200x1", "h200ob"),
                          "h100-oom-boundary": lambda: _oom_boundary("h100x1", "h100ob"),
                          "h200-oom-boundary-2": lambda: _oom_boundary_2("h200x1", "h200ob2"),
                          "h200-oom-boundary-3": lambda: _oom_boundary_3("h200x1", "h200ob3"),
