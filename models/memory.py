@@ -177,7 +177,10 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     # head is the module gathered, so the larger of the two (DeepSpeed's estimator counts 4 B of the largest layer on
     # top of the live set: 1.3-2.6 GiB above what eleven ZeRO-3 runs of ours peaked at, each by about 2 B of its
     # embedding plus the live set; with the larger of the two, -0.3 to +0.6 GiB, ``zero3_gathered_bytes``)
-    gathered = min(zero3_gathered_bytes(s), (t + s.frozen_16bit) * half + quant)
+    # one rank's gathers point each parameter at its own partition (one H200, 2026-11-29: fourteen ZeRO-1/3 runs
+    # peaked 0.9-1.7 GiB under a count with the working set, OLMoE and DeepSeek-V2-Lite LoRA 12.5 and 28 GiB under
+    # one with their experts held; knowledge/measurements/own/h200-zero3-single-2026-11-29.jsonl)
+    gathered = 0.0 if s.zero3_gathers_in_place else min(zero3_gathered_bytes(s), (t + s.frozen_16bit) * half + quant)
     if s.offload_params:
         return ModelStates(gathered, 0.0, 0.0, 0.0, 0.0, 0.0)
     w = (t * half + frozen) / n + gathered
@@ -274,7 +277,7 @@ def zero3_retained_param_bytes(s: TrainSetup) -> float:
     experts held (grid h200x2-heldout-families). With recomputation a checkpointed forward saves nothing, and the layer
     being rebuilt holds only what ZeRO-3 has gathered for it anyway (the working set): OLMoE pre-training on two H100s
     with recomputation, 58.2-63.5 GiB, within 0.2% without a held layer (grid h100x2-recommend-moe)."""
-    if s.case.engine != "deepspeed" or s.zero != 3 or s.case.recompute:
+    if s.case.engine != "deepspeed" or s.zero != 3 or s.case.recompute or s.zero3_gathers_in_place:
         return 0.0
     if s.trace is not None:
         per_layer = s.trace.params.zero3_retained_per_layer

@@ -47,6 +47,15 @@ class TrainSetup:
         return self.case.mics_shard_size or self.ranks
 
     @property
+    def zero3_gathers_in_place(self) -> bool:
+        """ZeRO-3 whose every partition is the whole parameter, on the GPU (one rank, or MiCS shards of one, parameters
+        not offloaded, not quantized): DeepSpeed's gather then points the parameter at its partition
+        (``_no_gather_coalesced``: ``param.data = ds_tensor.data.to(device)``, no copy), so nothing is gathered into
+        memory of its own and nothing a saved view holds outlives the partition."""
+        return (self.zero == 3 and self.shard_ranks == 1 and not self.offload_params
+                and not self.case.zero_quantized_weights)
+
+    @property
     def tokens(self) -> int:
         """Tokens in one micro-batch on one rank."""
         return self.case.micro_batch_size * self.case.seq_len

@@ -228,8 +228,22 @@ def build_model(
         # random weights only: an embedding's padding row, zeroed in place by transformers' init, is an empty shard
         # under zero.Init (Hunyuan's pad id 0, GLM's 151,329, LFM2: IndexError); the row changes no speed nor memory
         cfg.pad_token_id = None
-        with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
+        try:
+            with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
+                return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
+        except RuntimeError as e:
+            if "must match the size" not in str(e):
+                raise
+        # a family's init copies a tensor of the parameter's size into it (Qwen3.5-MoE's A_log), which an empty shard
+        # cannot take (one H200, 2026-11-29: "size of tensor a (0) must match ... (32)"); as from_pretrained, which
+        # never inits what it loads: built uninitialised, then each rank's partition drawn at random
+        from transformers.initialization import no_init_weights
+
+        with no_init_weights(), deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.ds_tensor.normal_(0.0, 0.02)
         return model
     if quantization == "none":
         with torch.device(device):

@@ -257,3 +257,22 @@ def test_campaign_runs_a_serving_case(tmp_path: Path) -> None:
     rows = _rows(tmp_path / "measurements.jsonl")
     assert [r.case["id"] for r in rows] == ["toy-serve"] and rows[0].measured.error is None
     assert "omp_threads" not in rows[0].case
+
+
+def test_zero3_builds_a_model_whose_init_copies_into_its_parameters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Qwen3.5-MoE's init copies a tensor of A_log's size into it, which an empty shard under zero.Init cannot take
+    (one H200, 2026-11-29: the grid's ZeRO-3 case crashed in the harness, never reaching a step); the harness builds it
+    uninitialised and draws each partition instead."""
+    pytest.importorskip("deepspeed")
+    monkeypatch.setattr(importlib.import_module("deepspeed.comm.torch"), "build_shm_op", lambda: None)
+
+    cfg = json.loads((REPO / "knowledge/data/configs/qwen3.5-moe-text-defaults-4l.json").read_text())
+    cfg.update(hidden_size=128, moe_intermediate_size=32, shared_expert_intermediate_size=32, num_experts=4,
+               num_experts_per_tok=2, num_attention_heads=2, num_key_value_heads=1, head_dim=64, vocab_size=256,
+               linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=16, linear_value_head_dim=16)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    case = TrainCase(id="z3", hardware="h200x1", model=str(path), task="finetune", method="lora", engine="deepspeed",
+                     zero_stage=3, seq_len=32)
+    ds = {"zero_optimization": {"stage": 3}, "bf16": {"enabled": True}, "gradient_clipping": 1.0}
+    _check_train(run_training(case, resolve_model(str(path)), device="cpu", steps=1, warmup=0, ds_config=ds), case)
