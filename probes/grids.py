@@ -1708,7 +1708,22 @@ def _zero3_single_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-zero3-single-2": lambda: _zero3_single_2("h200x1", "h200zs2"),
+def _zero3_single_3(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """One-GPU ZeRO-3 held out from the refit that learned from ``h200-zero3-single`` and ``-2`` (2026-11-29): other
+    families, LoRA and full, stored before they run."""
+    ds = {"engine": "deepspeed"}
+    c = _family_case(hw, prefix)
+    return [
+        c("olmo2-full-z3-mb8", "olmo2", "pretrain", micro_batch_size=8, zero_stage=3, **ds),
+        c("gran-lora-z3-mb4", "gran", "finetune", method="lora", micro_batch_size=4, zero_stage=3, **ds),
+        c("mixtral-lora-z3-mb2", "mixtral", "finetune", method="lora", micro_batch_size=2, zero_stage=3, **ds),
+        c("sc2-lora-z3-rc-mb4-s4096", "sc2", "finetune", method="lora", micro_batch_size=4, seq_len=4096, zero_stage=3,
+          recompute=True, **ds),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-zero3-single-3": lambda: _zero3_single_3("h200x1", "h200zs3"),
+                         "h200-zero3-single-2": lambda: _zero3_single_2("h200x1", "h200zs2"),
                          "h200-zero3-single": lambda: _zero3_single("h200x1", "h200zs"),
                          "h200-unrun-families-3": lambda: _unrun_families_3("h200x1", "h200un3"),
                          "h200-oom-boundary": lambda: _oom_boundary("h200x1", "h200ob"),
