@@ -204,8 +204,11 @@ def test_offload_never_raises_gpu_memory(f):
 @PAIRS
 @given(train_fields(engine="deepspeed", zero=3, min_count=2), st.data())
 def test_zero3_on_more_gpus_uses_less_memory_per_gpu(f, data):
+    # from two ranks on: one rank gathers in place (its partition is the parameter), so going from one GPU to two adds
+    # the gathered working set, which a small model's halved partition need not repay
     count = resolve_platform(f["hardware"]).count
-    n = data.draw(st.integers(1, count - 1))
+    assume(count >= 3)
+    n = data.draw(st.integers(2, count - 1))
     m = data.draw(st.integers(n + 1, count))
     few, many = predict({**f, "gpus": n}), predict({**f, "gpus": m})
     if f["offload"] == "optimizer+params":
