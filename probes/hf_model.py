@@ -228,9 +228,12 @@ def build_model(
         # random weights only: an embedding's padding row, zeroed in place by transformers' init, is an empty shard
         # under zero.Init (Hunyuan's pad id 0, GLM's 151,329, LFM2: IndexError); the row changes no speed nor memory
         cfg.pad_token_id = None
-        try:
+        def partitioned() -> Any:
             with deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
                 return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
+
+        try:
+            return partitioned()
         except RuntimeError as e:
             if "must match the size" not in str(e):
                 raise
@@ -239,8 +242,8 @@ def build_model(
         # never inits what it loads: built uninitialised, then each rank's partition drawn at random
         from transformers.initialization import no_init_weights
 
-        with no_init_weights(), deepspeed.zero.Init(config_dict_or_path=zero3_config, dtype=dtype):
-            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=cfg._attn_implementation)
+        with no_init_weights():
+            model = partitioned()
         with torch.no_grad():
             for p in model.parameters():
                 p.ds_tensor.normal_(0.0, 0.02)
