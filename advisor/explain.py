@@ -47,7 +47,14 @@ def _phases(p: TrainPrediction) -> dict[str, float]:
 def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -> str:
     """The dominant phase, the memory margin, and for lower ranks what it costs against #1."""
     text = _why(rank, p, best)
-    return text if "ranked below" in text else text + tight(p)
+    return (text if "ranked below" in text else text + tight(p)) + swapped(p)
+
+
+def swapped(p) -> str:
+    """'; 12 GiB of host memory in swap: slower than predicted' when a pick only fits by spilling into swap (the
+    step time does not count the paging)."""
+    spill = getattr(p, "host_swap_gib", None)
+    return f"; {spill:,.0f} GiB of host memory in swap: slower than predicted" if spill else ""
 
 
 def _dominant(p: TrainPrediction) -> tuple[str, float]:

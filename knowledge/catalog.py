@@ -116,7 +116,7 @@ def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
     return gpu.pcie_gbs  # pcie, and NVLink bridge pairs, whose ring still crosses PCIe hops
 
 
-TOPOLOGY_KEYS = ("sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "dram_measured", "topology_source")
+HOST_KEYS = ("sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "dram_measured", "topology_source", "swap_gib", "swap_source")
 
 
 def _default_host(gpu: GPUSpec, count: int) -> HostSpec:
@@ -176,7 +176,7 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
         interconnect = named.get("interconnect", interconnect)
         host = HostSpec(cpu_cores=named["cpu_cores"], host_ram_gib=named["host_ram_gib"], source=named.get("source", ""),
                         cpu_adam_gparams_per_s=named.get("cpu_adam_gparams_per_s"), cpu_adam_threads=named.get("cpu_adam_threads"),
-                        **{k: named[k] for k in TOPOLOGY_KEYS if k in named})
+                        **{k: named[k] for k in HOST_KEYS if k in named})
         notes = named.get("notes", "")
     else:
         host = _default_host(gpu, count)

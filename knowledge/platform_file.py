@@ -5,7 +5,7 @@ Format (CONTRACT.md)::
     {"gpu": "<catalog id or a full GPU spec>", "count": 2, "interconnect": "pcie",
      "host_ram_gib": 64, "cpu_cores": 16}
 
-Optional keys: ``id`` (a name for the server; default: the file's stem), ``notes``, and ``platform``:
+Optional keys: ``swap_gib`` (the host's swap: pageable offloaded states may spill into it), ``id`` (a name for the server; default: the file's stem), ``notes``, and ``platform``:
 a catalog platform (or another platform file) to start from, so ``{"platform": "rtx4090x8",
 "host_ram_gib": 64}`` is that server with 64 GiB of host RAM (what ``--host-ram-gib`` writes). A GPU
 spec object may start from a catalog GPU with ``"like": "rtx4090"`` and override some numbers; numbers
@@ -44,6 +44,7 @@ class PlatformFile(BaseModel):
     interconnect: Literal["nvlink", "nvswitch", "nvlink-pairs", "pcie", "pcie-no-p2p", "single"] | None = None
     host_ram_gib: float | None = Field(default=None, gt=0, le=1 << 20)
     cpu_cores: int | None = Field(default=None, ge=1, le=1 << 16)
+    swap_gib: float | None = Field(default=None, ge=0, le=1 << 20)
     notes: str = ""
 
 
@@ -153,6 +154,8 @@ def platform_from_spec(spec: str) -> PlatformSpec:
             cpu_adam_threads=host.cpu_adam_threads if pf.cpu_cores is None else None,
             source=where if pf.platform is None else f"{where} over {base.id}",  # type: ignore[union-attr]
         )
+    if pf.swap_gib is not None:
+        host = host.model_copy(update={"swap_gib": pf.swap_gib, "swap_source": where})
     pid = pf.id or (base.id if base is not None else None) or default_id or f"{gpu.id}x{count}"
     notes = pf.notes or (base.notes if same_box else "")  # type: ignore[union-attr]
     return PlatformSpec(id=pid, gpu=gpu, count=count, interconnect=interconnect, link_gbs=link_gbs(gpu, interconnect),

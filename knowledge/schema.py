@@ -87,6 +87,10 @@ class HostSpec(Strict):
     dram_gbs: float | None = Field(default=None, gt=0)  # host DRAM peak, all sockets, GB/s
     dram_measured: bool = False  # the DRAM cap on GPU DMA (models.host_links) applies only when measured
     topology_source: str = ""
+    # swap the kernel may page host memory out to, GiB: pageable offload buffers (DeepSpeed's ``pin_memory`` false)
+    # spill into it where RAM runs out instead of the run being killed; pinned ones cannot (models.training)
+    swap_gib: float = Field(default=0.0, ge=0)
+    swap_source: str = ""
 
 
 class PlatformSpec(Strict):
@@ -367,7 +371,8 @@ class TrainPrediction(BaseModel):
     # fits is true only when it is at most 0.05 (models.oom)
     p_oom: float | None = None
     model_tflops_per_gpu: float | None = None  # model FLOPs per second per GPU (MFU numerator)
-    host_capacity_gib: float | None = None  # usable host RAM of the node the verdict was made against
+    host_capacity_gib: float | None = None  # usable host RAM of the node (plus its swap) the verdict was made against
+    host_swap_gib: float | None = None  # of host_mem_gib, what only fits by spilling beyond RAM into the node's swap
     network: str | None = None  # several nodes: the network between them the prediction assumed, and its source
 
 
@@ -534,6 +539,7 @@ class HostProbe(Strict):
     mem_available_gib: float
     cgroup_limit_gib: float | None = None
     usable_ram_gib: float
+    swap_gib: float | None = None  # SwapTotal (within the cgroup's swap limit); None in profiles older than it
 
 
 class InterNodeProbe(Strict):

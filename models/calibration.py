@@ -38,6 +38,7 @@ class Calibration:
     source: str  # "fit" or "profile <gpu> <date>"
     ratios: ProbeRatios = ProbeRatios()
     measured: dict[str, float] = field(default_factory=dict)  # what the profile's micro probes replaced
+    host_swap_gib: float = 0.0  # swap of one node: where its pageable host memory may spill beyond RAM
 
 
 def default_ratios(platform: PlatformSpec, table: dict[str, dict] | None) -> ProbeRatios:
@@ -86,7 +87,8 @@ def from_fit(platform: PlatformSpec, fitted: Efficiencies, platform_factors: dic
     datasheet times what probed machines of its generation achieved."""
     eff = Efficiencies(**platform_values(fitted.model_dump(), platform, platform_factors or {}))
     ratios = default_ratios(platform, ratio_table)
-    return Calibration(eff, ceilings(platform, eff, ratios), usable_host_gib(platform.host.host_ram_gib), "fit", ratios)
+    return Calibration(eff, ceilings(platform, eff, ratios), usable_host_gib(platform.host.host_ram_gib), "fit", ratios,
+                       host_swap_gib=platform.host.swap_gib)
 
 
 def check_profile(profile: Profile, platform: PlatformSpec) -> str | None:
@@ -148,6 +150,8 @@ def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, ne
         measured["kernel_dispatch_scale"] = scale
     # the probe read this node's usable RAM (MemTotal or the cgroup limit)
     host = profile.host.usable_ram_gib if same_host and profile.host and profile.host.usable_ram_gib > 0 else base.host_ram_gib
+    # and its swap (profiles written before the probe read it say nothing: the platform's)
+    swap = profile.host.swap_gib if same_host and profile.host and profile.host.swap_gib is not None else base.host_swap_gib
     source = f"profile {profile.gpu_name} x{profile.gpu_count} ({profile.environment.date[:10]})"
     ceil = ceilings(platform, eff, ratios)
     if same_host and profile.links and profile.links.cpu_adam:
@@ -158,7 +162,7 @@ def from_profile(platform: PlatformSpec, base: Calibration, profile: Profile, ne
             best[key] = max(best.get(key, 0.0), pt.gparams_per_s)
         ceil = replace(ceil, cpu_adam_concurrent=tuple(sorted((p, t, r) for (p, t), r in best.items())))
         measured.update({f"cpu_adam_x{p}_t{t}_gparams_per_s": r for (p, t), r in best.items()})
-    return Calibration(eff, ceil, host, source, ratios, measured)
+    return Calibration(eff, ceil, host, source, ratios, measured, swap)
 
 
 def with_network(cal: Calibration, network: Network) -> Calibration:

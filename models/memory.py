@@ -52,23 +52,28 @@ def offload_buffer_bytes(n_bytes: float, pinned: bool) -> float:
     return pinned_bytes(n_bytes) if pinned else max(n_bytes, 0.0)
 
 
-def host_offload_bytes(s: TrainSetup) -> float:
-    """Host RAM of the whole node for ZeRO-Offload: per rank, the fp32 master partition and the fp32
-    gradient partition in pinned memory (one block per rank for ZeRO-1/2, one per sub-group for ZeRO-3),
-    the Adam moments (8 B per parameter, pageable), the staging copy and buffers, and with parameter
-    offload the 16-bit weights (pinned); with ``pin_memory`` false every buffer is pageable."""
+def host_offload_parts(s: TrainSetup) -> tuple[float, float]:
+    """(pinned, pageable) host RAM of the whole node for ZeRO-Offload: per rank, the fp32 master partition and the
+    fp32 gradient partition in pinned memory (one block per rank for ZeRO-1/2, one per sub-group for ZeRO-3), the Adam
+    moments (8 B per parameter, pageable), the staging copy and buffers, and with parameter offload the 16-bit weights
+    (pinned); with ``pin_memory`` false every buffer is pageable."""
     if not s.offload_optimizer:
-        return 0.0
-    pinned = s.case.offload_pin_memory
+        return 0.0, 0.0
+    pin = s.case.offload_pin_memory
     local = s.trainable / s.ranks
     groups = _sub_groups(local) if s.zero == 3 else [local]
-    per_rank = 2 * sum(offload_buffer_bytes(4.0 * g, pinned) for g in groups) + 8.0 * local
-    per_rank += HOST_OFFLOAD_STAGING_BYTES * local
+    buffers = 2 * sum(offload_buffer_bytes(4.0 * g, pin) for g in groups)
+    pageable = 8.0 * local + HOST_OFFLOAD_STAGING_BYTES * local
     if s.offload_params:
-        quant = s.quantized * QUANT_BYTES[s.case.quantization] / s.ranks
-        per_rank += sum(offload_buffer_bytes(s.half_bytes * g, pinned)
-                        for g in _sub_groups((s.trainable + s.frozen_16bit) / s.ranks)) + quant
-    return per_rank * _ranks_per_node(s)
+        pageable += s.quantized * QUANT_BYTES[s.case.quantization] / s.ranks
+        buffers += sum(offload_buffer_bytes(s.half_bytes * g, pin) for g in _sub_groups((s.trainable + s.frozen_16bit) / s.ranks))
+    ranks = _ranks_per_node(s)
+    return (buffers if pin else 0.0) * ranks, (pageable + (0.0 if pin else buffers)) * ranks
+
+
+def host_offload_bytes(s: TrainSetup) -> float:
+    """Host RAM of the whole node for ZeRO-Offload, pinned and pageable (``host_offload_parts``)."""
+    return sum(host_offload_parts(s))
 
 
 def _sub_groups(n: float) -> list[float]:
@@ -89,6 +94,11 @@ def host_bytes(s: TrainSetup) -> float:
     if s.case.engine == "deepspeed" and s.zero == 3:
         return process + s.half_bytes * (s.trainable + s.frozen_16bit) * _ranks_per_node(s) / s.ranks
     return process
+
+
+def host_pinned_bytes(s: TrainSetup) -> float:
+    """Of ``host_bytes``, what is page-locked: it must sit in RAM (the kernel cannot swap it out)."""
+    return host_offload_parts(s)[0]
 
 
 def usable_host_gib(host_ram_gib: float) -> float:

@@ -8,7 +8,7 @@ from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase,
 from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
-from models.memory import STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, training_memory, usable_gib
+from models.memory import STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, host_pinned_bytes, training_memory, usable_gib
 from models.oom import P_OOM_FITS, oom_risk
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
@@ -24,19 +24,29 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
     peak = mem.peak / GiB
     host_gib = mem.host / GiB
-    risk = oom_risk(peak, cap, host_gib, cal.host_ram_gib)
+    host_cap = host_capacity_gib(cal)
+    risk = oom_risk(peak, cap, host_gib, host_cap)
     p = risk.total
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
     if peak > cap:
         return False, f"needs {round_up(peak)} GiB per GPU, {round_down(cap)} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom", p
-    if host_gib > cal.host_ram_gib:
-        return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node", "host_oom", p
+    swap = f" and {round_down(cal.host_swap_gib, 0)} GiB of swap" if cal.host_swap_gib else ""
+    if host_gib > host_cap:
+        return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node{swap}", "host_oom", p
+    pinned = host_pinned_bytes(s) / GiB
+    if pinned > cal.host_ram_gib:  # page-locked buffers cannot go to swap
+        return False, f"pins {round_up(pinned, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node", "host_oom", 1.0
     if p > P_OOM_FITS:
-        where = "GPU memory" if risk.device >= risk.host else "host RAM"
+        where = "GPU memory" if risk.device >= risk.host else "host RAM" + (" and swap" if swap else "")
         failure = "device_oom" if where == "GPU memory" else "host_oom"
-        used = peak / cap if failure == "device_oom" else host_gib / cal.host_ram_gib
+        used = peak / cap if failure == "device_oom" else host_gib / host_cap
         return False, f"too close to the limit: {used:.0%} of usable {where}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p
     return True, None, None, p
+
+
+def host_capacity_gib(cal: Calibration) -> float:
+    """Host memory a node's job may fill before the kernel kills it: usable RAM, plus swap for pageable memory."""
+    return cal.host_ram_gib + cal.host_swap_gib
 
 
 def zero3_unfetched(s: TrainSetup) -> str | None:
@@ -94,5 +104,6 @@ def predict_training(
         breakdown=breakdown(mem, t), interval=interval, host_mem_gib=mem.host / GiB,
         capacity_gib=platform.gpu.memory_gib, why_not_fits=why, failure=failure,
         model_tflops_per_gpu=model_flops_per_step(s) / step / 1e12,
-        host_capacity_gib=cal.host_ram_gib, p_oom=round(p, 4),
+        host_capacity_gib=host_capacity_gib(cal), p_oom=round(p, 4),
+        host_swap_gib=round(mem.host / GiB - cal.host_ram_gib, 2) if fits and mem.host / GiB > cal.host_ram_gib else None,
     )

@@ -31,14 +31,15 @@ def _meminfo() -> dict[str, int]:
     return out
 
 
-def cgroup_limit_bytes() -> int | None:
-    """The memory limit of this process's cgroup (v2 memory.max or v1 limit_in_bytes), None when unlimited."""
-    candidates = [Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")]
+def cgroup_limit_bytes(v2_file: str = "memory.max", v1_file: str | None = "memory.limit_in_bytes") -> int | None:
+    """A limit of this process's cgroup (v2 ``memory.max`` or v1 ``limit_in_bytes``; ``memory.swap.max`` for its
+    swap), None when unlimited or not set."""
+    candidates = [Path("/sys/fs/cgroup") / v2_file] + ([Path("/sys/fs/cgroup/memory") / v1_file] if v1_file else [])
     try:
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             rel = line.split(":", 2)[-1].strip()
             if rel and rel != "/":
-                candidates.insert(0, Path("/sys/fs/cgroup") / rel.lstrip("/") / "memory.max")
+                candidates.insert(0, Path("/sys/fs/cgroup") / rel.lstrip("/") / v2_file)
     except OSError:
         pass
     for p in candidates:
@@ -58,6 +59,7 @@ class HostFacts:
     mem_available_gib: float  # MemAvailable now
     cgroup_limit_gib: float | None
     usable_ram_gib: float  # what a job may fill before the kernel or the cgroup kills it
+    swap_gib: float = 0.0  # SwapTotal, within the cgroup's swap limit: where pageable memory spills beyond RAM
 
 
 def usable_cores() -> int:
@@ -77,7 +79,12 @@ def host_facts() -> HostFacts:
     # a cgroup limit is the real ceiling even where MemTotal grows on demand (a balloon VM); without
     # one, MemTotal now is all the machine will admit to (a lower bound on such a VM: said in the profile)
     usable = min(limit_gib, total) if limit_gib and total >= limit_gib else (limit_gib or total)
-    return HostFacts(usable_cores(), round(total, 2), round(avail, 2), round(limit_gib, 2) if limit_gib else None, round(usable, 2))
+    swap = info.get("SwapTotal", 0)
+    swap_limit = cgroup_limit_bytes("memory.swap.max", None)  # (v1 only limits memory and swap together)
+    if swap_limit is not None:
+        swap = min(swap, swap_limit)
+    return HostFacts(usable_cores(), round(total, 2), round(avail, 2), round(limit_gib, 2) if limit_gib else None, round(usable, 2),
+                     round(swap / GiB, 2))
 
 
 def used_bytes() -> int:

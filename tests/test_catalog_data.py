@@ -168,9 +168,11 @@ def test_platforms() -> None:
     for p in items:
         measured = {"cpu_adam_gparams_per_s", "cpu_adam_threads", "cpu_adam_source"}
         topology = {"sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "dram_measured", "topology_source"}
-        assert set(p) - measured - topology == {"id", "cpu_cores", "host_ram_gib", "interconnect", "notes", "source"}, p["id"]
+        swap = {"swap_gib", "swap_source"}
+        assert set(p) - measured - topology - swap == {"id", "cpu_cores", "host_ram_gib", "interconnect", "notes", "source"}, p["id"]
         if set(p) & topology:  # the host's wiring carries its own source
             assert "topology_source" in p and len(p["topology_source"]) > 20, p["id"]
+        assert not set(p) & swap or set(p) >= swap and len(p["swap_source"]) > 20, p["id"]  # swap says why
         assert not set(p) & measured or set(p) >= measured, p["id"]  # a measured rate says where it came from
         assert isinstance(p["cpu_cores"], int) and p["cpu_cores"] > 0
         assert p["host_ram_gib"] > 0

@@ -99,6 +99,35 @@ def test_host_overrides_change_what_fits(tmp_path):
     assert len(small["recommendations"]) < len(big["recommendations"])  # offload rows needing the RAM are gone
 
 
+def test_pageable_offload_spills_into_swap_but_pinned_buffers_need_the_ram(tmp_path):
+    """A host with swap runs pageable offload past its RAM (the study's 128 GB RTX 3090 box ran 7B and 13B ZeRO-3
+    offload), says how much went to swap, and still refuses pinned buffers the RAM cannot hold."""
+    from advisor.predictor import Predictor
+    from knowledge.schema import TrainCase
+
+    def box(swap, ram=128):
+        path = tmp_path / f"box{swap}-{ram}.json"
+        path.write_text(json.dumps({"platform": "rtx4090x8", "host_ram_gib": ram, "swap_gib": swap}))
+        return str(path)
+
+    def pred(hw, pin):
+        case = TrainCase(id="c", hardware=hw, model="7b", task="pretrain", zero_stage=3, offload="optimizer+params",
+                         micro_batch_size=1, seq_len=350, offload_pin_memory=pin)
+        return Predictor().predict(case)
+
+    none, some = pred(box(0), False), pred(box(64), False)
+    assert 125 < none.host_mem_gib < 192 and not none.fits and none.failure == "host_oom" and none.host_swap_gib is None
+    assert some.fits and some.host_swap_gib == pytest.approx(some.host_mem_gib - 128 * 0.983, abs=0.01)
+    assert some.host_capacity_gib == pytest.approx(128 * 0.983 + 64)
+    assert pred(box(512, ram=64), False).fits
+    pinned = pred(box(512, ram=64), True)  # 80 GiB of pinned buffers (powers of two) exceed the RAM itself
+    assert not pinned.fits and pinned.failure == "host_oom" and "pins" in pinned.why_not_fits
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"platform": "rtx4090x8", "swap_gib": -1}))
+    out = run("recommend", "--hardware", str(bad), "--task", "pretrain", "--model", "7b")
+    assert out.exit_code != 0 and "swap_gib" in out.output and "Traceback" not in out.output
+
+
 # --- models ----------------------------------------------------------------------------------------------
 
 
