@@ -1722,7 +1722,31 @@ def _zero3_single_3(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-zero3-single-3": lambda: _zero3_single_3("h200x1", "h200zs3"),
+def _study_offload_batch(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """ZeRO-3 with optimizer and parameters offloaded as the study ran it (pageable buffers, one OpenMP thread per
+    rank, 350 tokens, eager attention), over the micro-batch and under gradient accumulation, on one GPU (2026-11-29,
+    fourteenth): issue 23 reports the study's 13B rows barely speeding up with the micro-batch where the model's step
+    is offload and collectives whatever the batch; this measures how the step of such a run grows with the batch and
+    with the micro-batches of a step (each fetches the parameters from the host again). Llama-3.2-3B from the catalog,
+    Qwen3-4B from its own code; a pinned pair checks the pageable copy rate (set from one pair); stored before they run."""
+    study = {"engine": "deepspeed", "seq_len": 350, "omp_threads": 1, "offload_pin_memory": False,
+             "_timeout_s": 150, "_steps": 2, "_warmup": 1}
+    c = _family_case(hw, prefix)
+    l3b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-3b", "pretrain", gpus=1, **kw)  # noqa: E731
+    z3o = {"zero_stage": 3, "offload": "optimizer+params"}
+    return [
+        l3b("l3b-z3o-mb1", micro_batch_size=1, **z3o, **study),
+        l3b("l3b-z3o-mb16", micro_batch_size=16, **z3o, **study),
+        l3b("l3b-z3o-rc-mb64", micro_batch_size=64, recompute=True, **z3o, **study),
+        l3b("l3b-z3o-mb1-ga4", micro_batch_size=1, grad_accum=4, **z3o, **study),
+        l3b("l3b-z3o-mb16-pinned", micro_batch_size=16, **z3o, **{**study, "offload_pin_memory": True}),
+        c("q4-z3o-mb1", "q4", "pretrain", micro_batch_size=1, **z3o, **study),
+        c("q4-z3o-rc-mb32", "q4", "pretrain", micro_batch_size=32, recompute=True, **z3o, **study),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-study-offload-batch": lambda: _study_offload_batch("h200x1", "h200sob"),
+                         "h200-zero3-single-3": lambda: _zero3_single_3("h200x1", "h200zs3"),
                          "h200-zero3-single-2": lambda: _zero3_single_2("h200x1", "h200zs2"),
                          "h200-zero3-single": lambda: _zero3_single("h200x1", "h200zs"),
                          "h200-unrun-families-3": lambda: _unrun_families_3("h200x1", "h200un3"),
