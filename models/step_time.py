@@ -276,11 +276,14 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     local = s.trainable / (s.shard_ranks if split else 1)
     opt_bytes = {0: 36.0, 1: 30.0, 2: 30.0, 3: 30.0}[s.zero] if case.engine == "deepspeed" else 28.0
     optimizer, offload, fwd_offload, bwd_offload = 0.0, 0.0, 0.0, 0.0
-    # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM; offloaded
-    # states in pageable memory (``pin_memory`` false) are copied through the host's staging memcpy instead,
-    # synchronously (nothing of it hides behind backward)
+    # every rank of the node copies at once: ``pcie_bps`` is each GPU's share of the uplinks and DRAM; what the
+    # optimizer moves through pageable memory (``pin_memory`` false: gradients down, ZeRO-1/2's updated weights up) goes
+    # through the host's staging memcpy instead, synchronously (nothing of it hides behind backward). ZeRO-3's fetches of
+    # offloaded parameters do not slow down: its forward took the same pinned or not (0.26-0.39 s against 0.29,
+    # Llama-3.2-3B on one H200, grid h200-study-offload-batch)
     pinned = case.offload_pin_memory
-    h2d = c.pcie_bps * eff.h2d_eff if pinned else min(c.pcie_bps * eff.h2d_eff, eff.pageable_copy_gbs * 1e9)
+    h2d = c.pcie_bps * eff.h2d_eff
+    staged = h2d if pinned else min(h2d, eff.pageable_copy_gbs * 1e9)
     overlap = eff.grad_overlap if pinned else 0.0
     if s.offload_optimizer:
         cpu = offloaded_step_s(s, local, omp_threads(s), eff, c)
@@ -288,17 +291,20 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
             cpu += zero3_offload_extra_s(s, local, eff, c)
         # gradients stream to the host inside the backward (DeepSpeed copies each reduced bucket to the host
         # partition), partly hidden behind it (grad_overlap): the harness times the exposed part there, 0.42 s of a
-        # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads); the updated 16-bit weights
-        # return in the step (per micro-batch gradient copies under accumulation made the study's held-out error
-        # worse: not taken)
-        grads_d2h = local * 4.0 / h2d
+        # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads). ZeRO-3 copies them every
+        # micro-batch, to accumulate on the host: four micro-batches a step took the backward from 2.9 to 8.2 s
+        # (Llama-3.2-3B, pageable, grid h200-study-offload-batch); ZeRO-1/2 once a step (not measured under
+        # accumulation). The updated 16-bit weights return in the step, except where the parameters live on the host
+        # (ZeRO-3's parameter offload: fetched at the next forward)
+        copies = accum if s.zero == 3 else 1
+        grads_d2h = copies * local * 4.0 / staged
         bwd_offload = grads_d2h * (1 - overlap)
-        offload = cpu + bwd_offload + local * half / h2d
+        offload = cpu + bwd_offload + (0.0 if s.offload_params else local * half / staged)
     else:
         optimizer = local * opt_bytes / (c.memory_bps * eff.optimizer_eff)
     if s.offload_params:
         # ZeRO-3 parameter offload: every fetch (forward, backward) first copies the rank's 16-bit partition
-        # from pinned host memory, then all-gathers it (``zero_communication``)
+        # from host memory, then all-gathers it (``zero_communication``)
         fetch = accum * all_16bit / n / h2d
         fwd_offload = fetch
         bwd_offload += (ZERO3_GATHER_PASSES - 1) * fetch

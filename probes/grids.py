@@ -1738,7 +1738,7 @@ def _study_offload_batch(hw: str, prefix: str) -> list[dict[str, Any]]:
         l3b("l3b-z3o-mb1", micro_batch_size=1, **z3o, **study),
         l3b("l3b-z3o-mb16", micro_batch_size=16, **z3o, **study),
         l3b("l3b-z3o-rc-mb64", micro_batch_size=64, recompute=True, **z3o, **study),
-        l3b("l3b-z3o-mb1-ga4", micro_batch_size=1, grad_accum=4, **z3o, **study),
+        l3b("l3b-z3o-mb1-ga4", micro_batch_size=1, grad_accum=4, **z3o, **{**study, "_timeout_s": 240}),
         l3b("l3b-z3o-mb16-pinned", micro_batch_size=16, **z3o, **{**study, "offload_pin_memory": True}),
         c("q4-z3o-mb1", "q4", "pretrain", micro_batch_size=1, **z3o, **study),
         c("q4-z3o-rc-mb32", "q4", "pretrain", micro_batch_size=32, recompute=True, **z3o, **study),

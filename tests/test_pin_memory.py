@@ -68,3 +68,24 @@ def test_a_host_short_of_ram_for_pinned_buffers_gets_the_offload_pageable():
     tiny = Evaluator(SearchSpec(hardware=with_host("h200x2", 64), model="llama2-7b", task="pretrain", seq_len=512),
                      load_efficiencies())
     assert tiny.evaluate(knobs) is None
+
+
+def test_zero3_fetches_offloaded_parameters_as_fast_pageable_and_copies_gradients_every_micro_batch():
+    """Measured on one H200 (grid h200-study-offload-batch): ZeRO-3's forward took the same pinned or not, and four
+    micro-batches a step repeated the gradient copy to the host in each backward."""
+    from models.step_time import training_step_time
+
+    platform = resolve_platform("h200x1")
+    cal = calibration_for(platform)
+    z3o = dict(hardware="h200x1", model="llama3.2-3b", zero_stage=3, offload="optimizer+params", seq_len=350)
+
+    def step(**kw):
+        case = _case(**{**z3o, **kw})
+        return training_step_time(derive(case, resolve_model(case.model), platform), cal.eff, cal.ceilings)
+
+    pinned, pageable = step(), step(offload_pin_memory=False)
+    assert pageable.forward_offload == pinned.forward_offload > 0
+    assert pageable.backward_offload > pinned.backward_offload + 1.0  # the gradients go down through the staging copy
+    accum = step(offload_pin_memory=False, grad_accum=4)
+    grads = pageable.backward_offload - pinned.backward_offload  # one step's copies, beyond what pinned ones cost
+    assert accum.backward_offload > pageable.backward_offload + 2.5 * grads
