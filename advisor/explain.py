@@ -93,7 +93,7 @@ def ranked_below(p) -> str:
     from advisor.search import memory_margin
 
     spare, which = memory_margin(p)
-    reason = f"{1 - spare:.0%} of {'host RAM' if which == 'host' else 'GPU memory'}"
+    reason = f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
     risk = p_oom(p)
     if risk is not None:
         reason += f", p_oom {risk:.0%}"
@@ -125,13 +125,18 @@ def tight(p: TrainPrediction) -> str:
     from advisor.search import TIGHT_MARGIN, memory_margin
 
     spare, which = memory_margin(p)
-    return f"; tight: {'host RAM' if which == 'host' else 'GPU memory'} {1 - spare:.0%} full" if spare < TIGHT_MARGIN else ""
+    return f"; tight: {host_label(p) if which == 'host' else 'GPU memory'} {1 - spare:.0%} full" if spare < TIGHT_MARGIN else ""
+
+
+def host_label(p) -> str:
+    """'host RAM', or 'host RAM + swap' where the verdict counted the node's swap."""
+    return "host RAM + swap" if getattr(p, "host_swap_gib", None) else "host RAM"
 
 
 def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
-    """A few words for a narrow table: 'fastest; compute' or '−12%: link'."""
+    """A few words for a narrow table: 'fastest; compute' or '−12%: link'; 'swaps' when it pages host memory."""
     text = _short_why(rank, p, best)
-    return text if "ranked below" in text else text + tight(p)
+    return (text if "ranked below" in text else text + tight(p)) + ("; swaps" if getattr(p, "host_swap_gib", None) else "")
 
 
 def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:

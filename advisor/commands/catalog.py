@@ -34,7 +34,8 @@ def platform_rows() -> list[dict[str, Any]]:
     for pid in sorted(named_platforms()):
         p = resolve_platform(pid)
         rows.append({"id": p.id, "gpu": p.gpu.id, "count": p.count, "interconnect": p.interconnect, "link_gbs": p.link_gbs,
-                     "host_ram_gib": p.host.host_ram_gib, "cpu_cores": p.host.cpu_cores, "source": p.host.source, "notes": p.notes})
+                     "host_ram_gib": p.host.host_ram_gib, "swap_gib": p.host.swap_gib, "swap_source": p.host.swap_source,
+                     "cpu_cores": p.host.cpu_cores, "source": p.host.source, "notes": p.notes})
     return rows
 
 
@@ -111,7 +112,8 @@ def hardware(
     for col, just in (("id", "left"), ("link", "left"), ("host GiB", "right"), ("cores", "right"), ("source", "left")):
         t.add_column(col, justify=just, no_wrap=col == "id")
     for r in platforms:
-        t.add_row(r["id"], r["interconnect"], f"{r['host_ram_gib']:,.0f}", str(r["cpu_cores"]), citation(r["source"]))
+        host = f"{r['host_ram_gib']:,.0f}" + (f" + {r['swap_gib']:,.0f} swap" if r["swap_gib"] else "")
+        t.add_row(r["id"], r["interconnect"], host, str(r["cpu_cores"]), citation(r["source"]))
     console.print(t)
     t = Table(title="Networks between nodes (--nodes N --network NAME[:NICs per node])", title_justify="left",
               caption="line rates are standards; efficiency (NCCL busbw / line rate) and latency are priors until "
