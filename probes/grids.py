@@ -1745,7 +1745,22 @@ def _study_offload_batch(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-study-offload-batch": lambda: _study_offload_batch("h200x1", "h200sob"),
+def _zero2_offload_accum(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """ZeRO-2 with the optimizer offloaded under gradient accumulation (2026-11-29, fourteenth): ZeRO-3's offload copies
+    each micro-batch's gradients to the host (grid ``h200-study-offload-batch``); does ZeRO-2's? The model says once a
+    step. Llama-3.2-3B, 350 tokens, one thread, pageable and pinned; stored before they run."""
+    study = {"engine": "deepspeed", "seq_len": 350, "omp_threads": 1, "_timeout_s": 130, "_steps": 2, "_warmup": 1}
+    l3b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-3b", "pretrain", gpus=1, **kw)  # noqa: E731
+    z2o = {"zero_stage": 2, "offload": "optimizer"}
+    return [
+        l3b("l3b-z2o-mb1-ga4", micro_batch_size=1, grad_accum=4, offload_pin_memory=False, **z2o, **study),
+        l3b("l3b-z2o-mb1", micro_batch_size=1, offload_pin_memory=False, **z2o, **study),
+        l3b("l3b-z2o-mb1-ga4-pinned", micro_batch_size=1, grad_accum=4, offload_pin_memory=True, **z2o, **study),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-zero2-offload-accum": lambda: _zero2_offload_accum("h200x1", "h200z2a"),
+                         "h200-study-offload-batch": lambda: _study_offload_batch("h200x1", "h200sob"),
                          "h200-zero3-single-3": lambda: _zero3_single_3("h200x1", "h200zs3"),
                          "h200-zero3-single-2": lambda: _zero3_single_2("h200x1", "h200zs2"),
                          "h200-zero3-single": lambda: _zero3_single("h200x1", "h200zs"),
