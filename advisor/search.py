@@ -68,11 +68,13 @@ class Candidate:
     def rank_score(self) -> float:
         """tokens/s, less up to 10% for a pick within 8% of running out of GPU or host memory: a safe
         configuration of similar speed ranks above it (the memory model is within ~5-8% of measured); less 2%
-        for ZeRO++'s quantized communication."""
+        for ZeRO++'s quantized communication; less 5% for a pick that pages host memory into swap."""
         spare, _ = self.margin
         score = self.prediction.tokens_per_s * (1 - TIGHT_PENALTY * min(max((TIGHT_MARGIN - spare) / TIGHT_MARGIN, 0.0), 1.0))
         if self.case.zero_quantized_weights or self.case.zero_quantized_gradients:
             score *= 1 - LOSSY_COMM_PENALTY
+        if self.prediction.host_swap_gib:
+            score *= 1 - SWAP_PENALTY
         return score
 
 
@@ -81,6 +83,9 @@ TIGHT_PENALTY = 0.10
 # ZeRO++'s int8 weights and int4 gradients change the numbers training sees (the paper reports the same
 # loss curves, but on its models): a quantized pick must be more than 2% faster than an exact one to rank above it
 LOSSY_COMM_PENALTY = 0.02
+# A pick that fits only by paging host memory into swap runs slower than its prediction by what the paging costs,
+# which is not modelled (no measured swap device): it must be more than 5% faster than one that stays in RAM
+SWAP_PENALTY = 0.05
 
 
 def memory_margin(p: TrainPrediction) -> tuple[float, str]:

@@ -61,3 +61,20 @@ def test_the_table_shows_the_margin_and_no_false_tie_at_80_columns(tmp_path):
     for ln, v in zip(rows, speeds):
         if "ties #1" in ln:
             assert abs(v / speeds[0] - 1) < TIE + 0.001  # (the table rounds to whole tokens/s)
+
+
+def test_a_pick_that_pages_into_swap_ranks_below_one_in_ram_within_5_percent():
+    from advisor.search import Candidate
+    from knowledge.schema import TrainCase, TrainPrediction
+
+    case = TrainCase(id="c", hardware="rtx3090x8", model="13b", task="pretrain")
+
+    def cand(tps, swap):
+        return Candidate(case, TrainPrediction(id="c", tokens_per_s=tps, step_time_s=1.0, peak_mem_gib=10.0, fits=True,
+                                               capacity_gib=24.0, host_mem_gib=100.0, host_capacity_gib=277.8,
+                                               host_swap_gib=swap))
+
+    in_ram, paging = cand(1000.0, None), cand(1040.0, 40.0)
+    assert paging.rank_score < in_ram.rank_score  # 4% faster on paper, but its paging is not in the prediction
+    assert cand(1100.0, 40.0).rank_score > in_ram.rank_score
+    assert "swaps" in short_why(1, paging.prediction, paging.prediction)
