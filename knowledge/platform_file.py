@@ -5,9 +5,9 @@ Format (CONTRACT.md)::
     {"gpu": "<catalog id or a full GPU spec>", "count": 2, "interconnect": "pcie",
      "host_ram_gib": 64, "cpu_cores": 16}
 
-Optional keys: ``swap_gib`` (the host's swap: pageable offloaded states may spill into it), ``id`` (a name for the server; default: the file's stem), ``notes``, and ``platform``:
-a catalog platform (or another platform file) to start from, so ``{"platform": "rtx4090x8",
-"host_ram_gib": 64}`` is that server with 64 GiB of host RAM (what ``--host-ram-gib`` writes). A GPU
+Optional keys: ``swap_gib`` (the host's swap: pageable offloaded states may spill into it), ``id`` (a name for
+the server; default: the file's stem), ``notes``, and ``platform``: a catalog platform (or another platform file)
+to start from, so ``{"platform": "rtx4090x8", "host_ram_gib": 64}`` is that server with 64 GiB of host RAM (what ``--host-ram-gib`` writes). A GPU
 spec object may start from a catalog GPU with ``"like": "rtx4090"`` and override some numbers; numbers
 without a source are sourced to the file.
 """
