@@ -50,10 +50,15 @@ def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -
     return (text if "ranked below" in text else text + tight(p)) + swapped(p)
 
 
+def swap_gib(p) -> float | None:
+    """GiB a prediction pages into swap to fit (None where it stays in RAM or says nothing of it)."""
+    return getattr(p, "host_swap_gib", None) or None
+
+
 def swapped(p) -> str:
     """'; 12 GiB of host memory in swap: slower than predicted' when a pick only fits by spilling into swap (the
     step time does not count the paging)."""
-    spill = getattr(p, "host_swap_gib", None)
+    spill = swap_gib(p)
     return f"; {spill:,.0f} GiB of host memory in swap: slower than predicted" if spill else ""
 
 
@@ -130,13 +135,13 @@ def tight(p: TrainPrediction) -> str:
 
 def host_label(p) -> str:
     """'host RAM', or 'host RAM + swap' where the verdict counted the node's swap."""
-    return "host RAM + swap" if getattr(p, "host_swap_gib", None) else "host RAM"
+    return "host RAM + swap" if swap_gib(p) else "host RAM"
 
 
 def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     """A few words for a narrow table: 'fastest; compute' or '−12%: link'; 'swaps' when it pages host memory."""
     text = _short_why(rank, p, best)
-    return (text if "ranked below" in text else text + tight(p)) + ("; swaps" if getattr(p, "host_swap_gib", None) else "")
+    return (text if "ranked below" in text else text + tight(p)) + ("; swaps" if swap_gib(p) else "")
 
 
 def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:

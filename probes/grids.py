@@ -1722,6 +1722,16 @@ def _zero3_single_3(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+# DeepSpeed as the study (Zhang et al.) ran it: 350 tokens, one OpenMP thread a rank; two timed steps after one warm-up,
+# as an offloaded 3-4B step takes 10-20 s
+_AS_THE_STUDY_RAN = {"engine": "deepspeed", "seq_len": 350, "omp_threads": 1, "_steps": 2, "_warmup": 1}
+
+
+def _l3b_case(hw: str, prefix: str) -> Any:
+    """Pre-training cases of the catalog's Llama-3.2-3B on one GPU of ``hw``, ids under ``prefix``."""
+    return lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-3b", "pretrain", gpus=1, **kw)
+
+
 def _study_offload_batch(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-3 with optimizer and parameters offloaded as the study ran it (pageable buffers, one OpenMP thread per
     rank, 350 tokens, eager attention), over the micro-batch and under gradient accumulation, on one GPU (2026-11-29,
@@ -1729,10 +1739,9 @@ def _study_offload_batch(hw: str, prefix: str) -> list[dict[str, Any]]:
     is offload and collectives whatever the batch; this measures how the step of such a run grows with the batch and
     with the micro-batches of a step (each fetches the parameters from the host again). Llama-3.2-3B from the catalog,
     Qwen3-4B from its own code; a pinned pair checks the pageable copy rate (set from one pair); stored before they run."""
-    study = {"engine": "deepspeed", "seq_len": 350, "omp_threads": 1, "offload_pin_memory": False,
-             "_timeout_s": 150, "_steps": 2, "_warmup": 1}
+    study = {**_AS_THE_STUDY_RAN, "offload_pin_memory": False, "_timeout_s": 150}
     c = _family_case(hw, prefix)
-    l3b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-3b", "pretrain", gpus=1, **kw)  # noqa: E731
+    l3b = _l3b_case(hw, prefix)
     z3o = {"zero_stage": 3, "offload": "optimizer+params"}
     return [
         l3b("l3b-z3o-mb1", micro_batch_size=1, **z3o, **study),
@@ -1749,8 +1758,8 @@ def _zero2_offload_accum(hw: str, prefix: str) -> list[dict[str, Any]]:
     """ZeRO-2 with the optimizer offloaded under gradient accumulation (2026-11-29, fourteenth): ZeRO-3's offload copies
     each micro-batch's gradients to the host (grid ``h200-study-offload-batch``); does ZeRO-2's? The model says once a
     step. Llama-3.2-3B, 350 tokens, one thread, pageable and pinned; stored before they run."""
-    study = {"engine": "deepspeed", "seq_len": 350, "omp_threads": 1, "_timeout_s": 130, "_steps": 2, "_warmup": 1}
-    l3b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-3b", "pretrain", gpus=1, **kw)  # noqa: E731
+    study = {**_AS_THE_STUDY_RAN, "_timeout_s": 130}
+    l3b = _l3b_case(hw, prefix)
     z2o = {"zero_stage": 2, "offload": "optimizer"}
     return [
         l3b("l3b-z2o-mb1-ga4", micro_batch_size=1, grad_accum=4, offload_pin_memory=False, **z2o, **study),

@@ -39,10 +39,11 @@ def _train_metrics(p: TrainPrediction) -> None:
     c[2].metric("GiB/GPU", f"{p.peak_mem_gib:.1f}", help=f"peak of the busiest rank, of {p.capacity_gib:.0f} GiB")
     c[3].metric("fits", "yes" if p.fits else "no")
     if p.host_mem_gib is not None:
-        swap = f"; {p.host_swap_gib:.0f} GiB of it in swap: slower than predicted" if p.host_swap_gib else ""
+        from advisor.explain import swapped
+
         c[4].metric("host GiB", f"{p.host_mem_gib:.1f}",
                     help=f"host RAM of the node (processes, offloaded states), of {p.host_capacity_gib or 0:.0f} GiB usable "
-                         f"(RAM, plus swap where the server has some){swap}")
+                         f"(RAM, plus swap where the server has some){swapped(p)}")
 
 
 def _serve_metrics(p: ServePrediction) -> None:
