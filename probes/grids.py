@@ -1768,7 +1768,33 @@ def _zero2_offload_accum(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-zero2-offload-accum": lambda: _zero2_offload_accum("h200x1", "h200z2a"),
+def _study_quant(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """The study's "Q" pre-training (the 4-bit NF4 base, embeddings, head and norms trained, DeepSpeed without ZeRO)
+    on one GPU, over the micro-batch, with and without recomputation (2026-11-29, fifteenth): its rows on the PCIe
+    boxes are predicted 45-62% too slow in sample and their peak memory 40-55% low at the larger batches (Table IV: 7B
+    at mb 4, 22.7 GB measured, 13.7 GiB predicted); one GPU has no all-reduce, so these separate the step's compute
+    and the memory from the collectives. Llama-2-7B and -13B from the catalog, eager attention as the study ran;
+    stored before they run."""
+    study = {**_AS_THE_STUDY_RAN, "_timeout_s": 120, "_steps": 4, "_warmup": 2}
+    q = {"zero_stage": 0, "quantization": "nf4", "grad_accum_dtype": "fp32", "flash_attention": False}
+
+    def c(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", model, "pretrain", gpus=1, **q, **study, **kw)
+
+    return [
+        c("7b-q-mb1", "llama2-7b", micro_batch_size=1),
+        c("7b-q-mb4", "llama2-7b", micro_batch_size=4),
+        c("7b-q-mb8", "llama2-7b", micro_batch_size=8),
+        c("7b-q-rc-mb1", "llama2-7b", micro_batch_size=1, recompute=True),
+        c("7b-q-rc-mb32", "llama2-7b", micro_batch_size=32, recompute=True),
+        c("13b-q-mb1", "llama2-13b", micro_batch_size=1),
+        c("13b-q-mb4", "llama2-13b", micro_batch_size=4),
+        c("13b-q-rc-mb16", "llama2-13b", micro_batch_size=16, recompute=True),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-study-quant": lambda: _study_quant("h200x1", "h200sq"),
+                         "h200-zero2-offload-accum": lambda: _zero2_offload_accum("h200x1", "h200z2a"),
                          "h200-study-offload-batch": lambda: _study_offload_batch("h200x1", "h200sob"),
                          "h200-zero3-single-3": lambda: _zero3_single_3("h200x1", "h200zs3"),
                          "h200-zero3-single-2": lambda: _zero3_single_2("h200x1", "h200zs2"),
