@@ -1768,6 +1768,28 @@ def _zero2_offload_accum(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _zero2_offload_accum_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """ZeRO-1/2 with the optimizer offloaded under gradient accumulation, on a model small enough to finish (2026-11-29,
+    fifteenth): the first grid's pageable 1 x 4 case (Llama-3.2-3B) timed out. DeepSpeed 0.19.8's ZeRO-2 with 16-bit
+    gradient accumulation (the default without ``data_types``) adds each micro-batch's gradients to a host buffer through
+    the GPU (``async_accumulate_grad_in_cpu_via_gpu``: host to device, add, back), with fp32 accumulation it keeps them
+    on the GPU until the boundary (``_use_compact_grad_partition_buffer``); the model copies once a step. Llama-3.2-1B,
+    350 tokens, one thread; stored before they run."""
+    study = {**_AS_THE_STUDY_RAN, "_timeout_s": 150}
+    one_b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-1b", "pretrain", gpus=1, **kw)  # noqa: E731
+    z2o = {"zero_stage": 2, "offload": "optimizer"}
+    return [
+        one_b("l1b-z2o-mb1", micro_batch_size=1, offload_pin_memory=False, **z2o, **study),
+        one_b("l1b-z2o-mb1-ga4", micro_batch_size=1, grad_accum=4, offload_pin_memory=False, **z2o, **study),
+        one_b("l1b-z2o-mb1-ga4-pinned", micro_batch_size=1, grad_accum=4, offload_pin_memory=True, **z2o, **study),
+        one_b("l1b-z2o-mb1-ga4-fp32acc", micro_batch_size=1, grad_accum=4, offload_pin_memory=False,
+              grad_accum_dtype="fp32", **z2o, **study),
+        one_b("l1b-z1o-mb1-ga4", micro_batch_size=1, grad_accum=4, offload_pin_memory=False, zero_stage=1,
+              offload="optimizer", **study),
+        one_b("l1b-z2o-mb4", micro_batch_size=4, offload_pin_memory=False, **z2o, **study),
+    ]
+
+
 def _study_quant(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The study's "Q" pre-training (the 4-bit NF4 base, embeddings, head and norms trained, DeepSpeed without ZeRO)
     on one GPU, over the micro-batch, with and without recomputation (2026-11-29, fifteenth): its rows on the PCIe
@@ -1794,7 +1816,8 @@ def _study_quant(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-study-quant": lambda: _study_quant("h200x1", "h200sq"),
+GRIDS: dict[str, Any] = {"h200-zero2-offload-accum-2": lambda: _zero2_offload_accum_2("h200x1", "h200z2b"),
+                         "h200-study-quant": lambda: _study_quant("h200x1", "h200sq"),
                          "h200-zero2-offload-accum": lambda: _zero2_offload_accum("h200x1", "h200z2a"),
                          "h200-study-offload-batch": lambda: _study_offload_batch("h200x1", "h200sob"),
                          "h200-zero3-single-3": lambda: _zero3_single_3("h200x1", "h200zs3"),
