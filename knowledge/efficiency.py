@@ -103,7 +103,11 @@ class Efficiencies(BaseModel):
     grad_overlap: float = _p(0.5, "prior: share of gradient reduction hidden behind backward (overlap_comm)", 0, 1)
     zero3_module_overhead_s: float = _p(150e-6, "prior: ZeRO-3 hooks per module call per pass (models.step_time: fetched modules, parameter-free ones, PEFT's)", 0, 0.1)
     # --- offload ------------------------------------------------------------------------------
-    pageable_copy_gbs: float = _p(5.0, "set from one measured pair (two H200s, Llama-2-7B ZeRO-2 offload, own/h200x2-pin-memory-2026-11-28.jsonl): with pin_memory false a rank's offload copies (gradients down, 16-bit weights up) run at the host's staged memcpy, not the link, and do not overlap backward: the step 9.9 -> 13.2 s; not fitted", 0.1, 1000)
+    # the node's staged memcpy, shared by its ranks: one rank copied 10.6 GB/s (Llama-3.2-1B ZeRO-2 offload, one H200: four
+    # micro-batches' accumulation through the host, 19.8 GB, took the step from 4.15 to 6.02 s, own/h200-zero2-offload-
+    # accum-2-2026-11-29), two ranks 5 GB/s each (Llama-2-7B ZeRO-2 offload on two H200s, pinned 9.9 s, pageable 13.2 s,
+    # own/h200x2-pin-memory-2026-11-28)
+    pageable_copy_node_gbs: float = _p(10.0, "measured: with pin_memory false the offload copies (gradients down, 16-bit weights up, ZeRO-2's accumulation through the host) run at the host's staged memcpy, not the link, and do not overlap backward; one rank 10.6 GB/s, two ranks 5 each (own/h200-zero2-offload-accum-2-2026-11-29, own/h200x2-pin-memory-2026-11-28); the node's rate, split over its ranks; not fitted", 0.1, 1000)
     h2d_eff: float = _p(0.6, "prior: pinned host<->device copies ~60% of PCIe x16 (H100 probe: 55 of 63 GB/s)", 0.01, 1)
     # --- quantization -------------------------------------------------------------------------
     dequant_bytes_per_param: float = _p(2.5, "NF4 dequantize reads 0.5 B and writes 2 B per weight before each GEMM", 0, 20)

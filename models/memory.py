@@ -64,6 +64,8 @@ def host_offload_parts(s: TrainSetup) -> tuple[float, float]:
     groups = _sub_groups(local) if s.zero == 3 else [local]
     buffers = 2 * sum(offload_buffer_bytes(4.0 * g, pin) for g in groups)
     pageable = 8.0 * local + HOST_OFFLOAD_STAGING_BYTES * local
+    if s.zero2_accumulates_on_host:  # one 16-bit host buffer per parameter of the partition
+        buffers += offload_buffer_bytes(s.half_bytes * local, pin)
     if s.offload_params:
         pageable += s.quantized * QUANT_BYTES[s.case.quantization] / s.ranks
         buffers += sum(offload_buffer_bytes(s.half_bytes * g, pin) for g in _sub_groups((s.trainable + s.frozen_16bit) / s.ranks))
@@ -176,7 +178,8 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         return ModelStates(t * half + frozen, 0.0, 0.0, t * half, t * 12.0, 0.0, t * 8.0)
     if z in (1, 2):
         if s.offload_optimizer:  # gradients stream to the host bucket by bucket, freed as the GPU copies them out
-            return ModelStates(t * half + frozen, 0.0, 0.0, t * half if s.offload_grads_piled else 0.0, 0.0, 0.0)
+            return ModelStates(t * half + frozen, 0.0, offload_grads_kept_bytes(s), t * half if s.offload_grads_piled else 0.0,
+                               0.0, 0.0)
         # ZeRO-1 holds every 16-bit gradient until the reduction at the accumulation boundary, ZeRO-2
         # only its partition. The fp32 gradient partition and a flat 16-bit copy exist during the step
         # only (own rows: 3B ZeRO-1 on one H100 peaks at 22 B/param, 7B ZeRO-1/2 on two H200 at 75.4 GiB).
@@ -201,6 +204,19 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     # the flat 16-bit gradient partition is allocated at start-up (contiguous_gradients); the fp32
     # gradients exist one sub-group at a time during the step
     return ModelStates(w, 0.0, t * half / n, t * half / n, t * 12.0 / n, 0.0, 4.0 * min(t / n, SUB_GROUP))
+
+
+def offload_grads_kept_bytes(s: TrainSetup) -> float:
+    """Gradients ZeRO-1/2 with the optimizer offloaded keep on the GPU through the step: ZeRO-1 every 16-bit gradient
+    across the micro-batches of a step (it reduces at the boundary), ZeRO-2 with fp32 accumulation its fp32 partition
+    (DeepSpeed 0.19.8's compact gradient buffer, allocated on the GPU). Llama-3.2-1B on one H200, four micro-batches:
+    ZeRO-1 7.4 GiB, ZeRO-2 with fp32 accumulation 10.7, with 16-bit 6.0 (own/h200-zero2-offload-accum-2-2026-11-29)."""
+    t, c = s.trainable, s.case
+    if s.zero == 1 and c.grad_accum > 1:
+        return t * s.half_bytes
+    if s.zero == 2 and c.grad_accum_dtype == "fp32":
+        return t * 4.0 / s.shard_ranks
+    return 0.0
 
 
 def zero3_gathered_bytes(s: TrainSetup) -> float:

@@ -283,7 +283,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     # Llama-3.2-3B on one H200, grid h200-study-offload-batch)
     pinned = case.offload_pin_memory
     h2d = c.pcie_bps * eff.h2d_eff
-    staged = h2d if pinned else min(h2d, eff.pageable_copy_gbs * 1e9)
+    staged = h2d if pinned else min(h2d, eff.pageable_copy_node_gbs * 1e9 / s.per_node)
     overlap = eff.grad_overlap if pinned else 0.0
     if s.offload_optimizer:
         cpu = offloaded_step_s(s, local, omp_threads(s), eff, c)
@@ -293,11 +293,13 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         # partition), partly hidden behind it (grad_overlap): the harness times the exposed part there, 0.42 s of a
         # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads). ZeRO-3 copies them every
         # micro-batch, to accumulate on the host: four micro-batches a step took the backward from 2.9 to 8.2 s
-        # (Llama-3.2-3B, pageable, grid h200-study-offload-batch); ZeRO-1/2 once a step (not measured under
-        # accumulation). The updated 16-bit weights return in the step, except where the parameters live on the host
-        # (ZeRO-3's parameter offload: fetched at the next forward)
+        # (Llama-3.2-3B, pageable, grid h200-study-offload-batch); ZeRO-1 once a step. The updated 16-bit weights return
+        # in the step, except where the parameters live on the host (ZeRO-3's parameter offload: fetched at the next
+        # forward)
         copies = accum if s.zero == 3 else 1
         grads_d2h = copies * local * 4.0 / staged
+        if s.zero2_accumulates_on_host:
+            grads_d2h += accum * local * 2 * half / staged
         bwd_offload = grads_d2h * (1 - overlap)
         offload = cpu + bwd_offload + (0.0 if s.offload_params else local * half / staged)
     else:

@@ -1790,6 +1790,26 @@ def _zero2_offload_accum_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _zero2_offload_accum_3(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out, after the rules grid ``h200-zero2-offload-accum-2`` set (2026-11-29, fifteenth): ZeRO-2 offload adds each
+    micro-batch's gradients to the host through the GPU under 16-bit accumulation, keeps an fp32 partition on the GPU
+    under fp32 accumulation, ZeRO-1 keeps every 16-bit gradient across the micro-batches, and the node's pageable copy
+    rate is shared by its ranks. Other models and accumulation counts, one thread; stored before they run."""
+    study = {**_AS_THE_STUDY_RAN, "_timeout_s": 170}
+    c = _family_case(hw, prefix)
+    l3b = _l3b_case(hw, prefix)
+    z2o = {"zero_stage": 2, "offload": "optimizer"}
+    return [
+        c("q2-z2o-mb2-ga2", "q2", "pretrain", micro_batch_size=2, grad_accum=2, offload_pin_memory=False, **z2o, **study),
+        c("g2-z1o-mb1-ga4", "g2", "pretrain", micro_batch_size=1, grad_accum=4, offload_pin_memory=False, zero_stage=1,
+          offload="optimizer", **study),
+        c("olmo2-z2o-mb1-ga3-fp32acc-pinned", "olmo2", "pretrain", micro_batch_size=1, grad_accum=3, grad_accum_dtype="fp32",
+          offload_pin_memory=True, **z2o, **study),
+        l3b("l3b-z2o-mb1-ga4", micro_batch_size=1, grad_accum=4, offload_pin_memory=False, **z2o,
+            **{**study, "_timeout_s": 240}),
+    ]
+
+
 def _study_quant(hw: str, prefix: str) -> list[dict[str, Any]]:
     """The study's "Q" pre-training (the 4-bit NF4 base, embeddings, head and norms trained, DeepSpeed without ZeRO)
     on one GPU, over the micro-batch, with and without recomputation (2026-11-29, fifteenth): its rows on the PCIe
@@ -1816,7 +1836,8 @@ def _study_quant(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-zero2-offload-accum-2": lambda: _zero2_offload_accum_2("h200x1", "h200z2b"),
+GRIDS: dict[str, Any] = {"h200-zero2-offload-accum-3": lambda: _zero2_offload_accum_3("h200x1", "h200z2c"),
+                         "h200-zero2-offload-accum-2": lambda: _zero2_offload_accum_2("h200x1", "h200z2b"),
                          "h200-study-quant": lambda: _study_quant("h200x1", "h200sq"),
                          "h200-zero2-offload-accum": lambda: _zero2_offload_accum("h200x1", "h200z2a"),
                          "h200-study-offload-batch": lambda: _study_offload_batch("h200x1", "h200sob"),
