@@ -35,7 +35,7 @@ def describe(case: TrainCase, zero_label: str | None = None) -> str:
     if case.recompute:
         parts.append("recompute")
     parts.append("flash" if case.flash_attention else "eager attn")
-    parts.append(f"mb {case.micro_batch_size}×{case.grad_accum}")
+    parts.append(f"mb {case.micro_batch_size}×{case.grad_accum}" + (" fp32 accum" if case.grad_accum_dtype == "fp32" else ""))
     return " · ".join(parts)
 
 

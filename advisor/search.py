@@ -25,7 +25,9 @@ from models.memory import training_memory, usable_gib
 from models.setup import derive
 from models.training import predict_training
 
-from advisor.space import MICRO_BATCHES, comm_variants, methods_for, offloads_for, quantizations_for, training_knobs, zero_stages_for
+from advisor.space import (
+    MICRO_BATCHES, accum_dtype_variants, comm_variants, methods_for, offloads_for, quantizations_for, training_knobs, zero_stages_for,
+)
 
 BRUTE_FORCE_MAX = 4000  # configurations; above this the TPE sampler samples instead
 
@@ -105,13 +107,15 @@ def _grad_accum(spec: SearchSpec, mbs: int, gpus: int) -> int | None:
 
 
 def configurations(spec: SearchSpec, gpus: int) -> Iterator[dict[str, Any]]:
-    """Every valid combination of the searched knobs, as case fields (the exhaustive space, ``advisor.space``)."""
+    """Every valid combination of the searched knobs, as case fields (the exhaustive space, ``advisor.space``), with
+    the accumulation dtypes where they change the run (``accum_dtype_variants``)."""
     for knobs in training_knobs(spec.task, spec.method_choices(), spec.engines, spec.nodes, gpus // spec.nodes):
         for mbs in spec.micro_batches:
             accum = _grad_accum(spec, mbs, gpus)
             if accum is None:
                 continue
-            yield dict(knobs, micro_batch_size=mbs, grad_accum=accum)
+            for variant in accum_dtype_variants(knobs, accum):
+                yield dict(knobs, micro_batch_size=mbs, grad_accum=accum, **variant)
 
 
 def make_case(spec: SearchSpec, knobs: dict[str, Any], gpus: int, idx: int = 0) -> TrainCase:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from knowledge.errors import AdvisorError
-from knowledge.schema import GPUSpec, HostSpec, PlatformSpec
+from knowledge.schema import GPUSpec, PlatformSpec
 
 MAX_PLATFORM_BYTES = 1 << 20  # a platform file is a few hundred bytes
 MAX_PLATFORM_DEPTH = 8  # "platform": another platform file, which may name another…
@@ -147,13 +147,14 @@ def platform_from_spec(spec: str) -> PlatformSpec:
         interconnect = pf.interconnect
     host = base.host if same_box else _default_host(gpu, count)  # type: ignore[union-attr]
     if pf.host_ram_gib is not None or pf.cpu_cores is not None:
-        host = HostSpec(
-            cpu_cores=pf.cpu_cores if pf.cpu_cores is not None else host.cpu_cores,
-            host_ram_gib=pf.host_ram_gib if pf.host_ram_gib is not None else host.host_ram_gib,
-            cpu_adam_gparams_per_s=host.cpu_adam_gparams_per_s if pf.cpu_cores is None else None,
-            cpu_adam_threads=host.cpu_adam_threads if pf.cpu_cores is None else None,
-            source=where if pf.platform is None else f"{where} over {base.id}",  # type: ignore[union-attr]
-        )
+        # the base server's wiring (sockets, root ports, DRAM) stays; a CPU Adam rate measured on other cores, and swap
+        # stated for other RAM, do not
+        update: dict = {"source": where if pf.platform is None else f"{where} over {base.id}"}  # type: ignore[union-attr]
+        if pf.cpu_cores is not None:
+            update.update(cpu_cores=pf.cpu_cores, cpu_adam_gparams_per_s=None, cpu_adam_threads=None)
+        if pf.host_ram_gib is not None:
+            update.update(host_ram_gib=pf.host_ram_gib, swap_gib=0.0, swap_source="")
+        host = host.model_copy(update=update)
     if pf.swap_gib is not None:
         host = host.model_copy(update={"swap_gib": pf.swap_gib, "swap_source": where})
     pid = pf.id or (base.id if base is not None else None) or default_id or f"{gpu.id}x{count}"

@@ -283,7 +283,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     # Llama-3.2-3B on one H200, grid h200-study-offload-batch)
     pinned = case.offload_pin_memory
     h2d = c.pcie_bps * eff.h2d_eff
-    staged = h2d if pinned else min(h2d, eff.pageable_copy_node_gbs * 1e9 / s.per_node)
+    staged = staged_copy_bps(s, eff, c)
     overlap = eff.grad_overlap if pinned else 0.0
     if s.offload_optimizer:
         cpu = offloaded_step_s(s, local, omp_threads(s), eff, c)
@@ -336,6 +336,14 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         backward_offload=bwd_offload,
         step_communication=comm.in_step_s,
     )
+
+
+def staged_copy_bps(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> float:
+    """A rank's rate for the optimizer's offload copies: the link's share when its buffers are pinned; with
+    ``pin_memory`` false the host's staged memcpy, one rate for the node that its ranks share (one rank 10.6 GB/s, two
+    ranks 5 each, on the H200 hosts), never above the link."""
+    h2d = c.pcie_bps * eff.h2d_eff
+    return h2d if s.case.offload_pin_memory else min(h2d, eff.pageable_copy_node_gbs * 1e9 / s.per_node)
 
 
 def tokens_per_step(s: TrainSetup) -> int:

@@ -279,3 +279,16 @@ def test_serving_table_fits_80_columns_with_error_bars(tmp_path):
     assert r.exit_code == 0, r.output
     table = [ln for ln in r.output.splitlines() if ln.startswith(("┏", "│", "└"))]
     assert table and max(len(ln) for ln in table) <= 80 and "±" in r.output and "…" not in r.output
+
+
+def test_a_host_override_keeps_the_servers_wiring_but_not_swap_stated_for_other_ram():
+    """``--host-ram-gib`` / ``--cpu-cores`` describe the same box with another host: its sockets, root ports and DRAM
+    stay (they set the offload copies' rates), the study box's swap (stated for its 128 GB) goes with a new RAM size."""
+    from knowledge.catalog import resolve_platform, with_host
+
+    base = resolve_platform("rtx3090x8")
+    ram = resolve_platform(with_host("rtx3090x8", host_ram_gib=256)).host
+    cores = resolve_platform(with_host("rtx3090x8", cpu_cores=16)).host
+    assert (ram.sockets, ram.dram_gbs, ram.host_pcie_gen) == (base.host.sockets, base.host.dram_gbs, base.host.host_pcie_gen)
+    assert ram.host_ram_gib == 256 and ram.swap_gib == 0 and base.host.swap_gib > 0
+    assert cores.cpu_cores == 16 and cores.swap_gib == base.host.swap_gib and cores.sockets == base.host.sockets
