@@ -175,16 +175,16 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # out of memory at 137 GiB where split states would peak at 127); the 16-bit gradients exist from backward on,
         # their fp32 flat copy during the step. Memory read at each moment of a Qwen3-1.7B step on one H100
         # (probes/anatomy.py, P = 1.72 B): 14P after the step, 16P at the end of backward, 24P at the step's peak.
-        return ModelStates(t * half + frozen, 0.0, 0.0, t * half, t * 12.0, 0.0, t * 8.0)
+        return ModelStates(t * half + frozen, 0.0, zero12_grads_kept_bytes(s), t * half, t * 12.0, 0.0, t * 8.0)
     if z in (1, 2):
+        kept = zero12_grads_kept_bytes(s)
         if s.offload_optimizer:  # gradients stream to the host bucket by bucket, freed as the GPU copies them out
-            return ModelStates(t * half + frozen, 0.0, offload_grads_kept_bytes(s), t * half if s.offload_grads_piled else 0.0,
-                               0.0, 0.0)
+            return ModelStates(t * half + frozen, 0.0, kept, t * half if s.offload_grads_piled else 0.0, 0.0, 0.0)
         # ZeRO-1 holds every 16-bit gradient until the reduction at the accumulation boundary, ZeRO-2
         # only its partition. The fp32 gradient partition and a flat 16-bit copy exist during the step
         # only (own rows: 3B ZeRO-1 on one H100 peaks at 22 B/param, 7B ZeRO-1/2 on two H200 at 75.4 GiB).
         grads_end = t * half if z == 1 else t * half / n
-        return ModelStates(t * half + frozen, 0.0, 0.0, grads_end, t * 12.0 / n, 0.0, t * (half + 4.0) / n)
+        return ModelStates(t * half + frozen, 0.0, kept, max(grads_end, kept), t * 12.0 / n, 0.0, t * (half + 4.0) / n)
     # ZeRO-3: every parameter, frozen ones too, is partitioned; a working set is gathered: up to
     # stage3_max_live_parameters, or one module above that alone, in the 16-bit type. At the start of backward the LM
     # head is the module gathered, so the larger of the two (DeepSpeed's estimator counts 4 B of the largest layer on
@@ -206,13 +206,14 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     return ModelStates(w, 0.0, t * half / n, t * half / n, t * 12.0 / n, 0.0, 4.0 * min(t / n, SUB_GROUP))
 
 
-def offload_grads_kept_bytes(s: TrainSetup) -> float:
-    """Gradients ZeRO-1/2 with the optimizer offloaded keep on the GPU through the step: ZeRO-1 every 16-bit gradient
-    across the micro-batches of a step (it reduces at the boundary), ZeRO-2 with fp32 accumulation its fp32 partition
-    (DeepSpeed 0.19.8's compact gradient buffer, allocated on the GPU). Llama-3.2-1B on one H200, four micro-batches:
-    ZeRO-1 7.4 GiB, ZeRO-2 with fp32 accumulation 10.7, with 16-bit 6.0 (own/h200-zero2-offload-accum-2-2026-11-29)."""
+def zero12_grads_kept_bytes(s: TrainSetup) -> float:
+    """Gradients DeepSpeed keeps on the GPU from one micro-batch's backward to the next, optimizer offloaded or not: ZeRO-0/1
+    every 16-bit gradient across the micro-batches of a step (it reduces at the boundary), ZeRO-2 with fp32
+    accumulation its fp32 partition (DeepSpeed 0.19.8's compact gradient buffer, allocated on the GPU). Llama-3.2-1B on
+    one H200 with the optimizer offloaded, four micro-batches: ZeRO-1 7.4 GiB, ZeRO-2 with fp32 accumulation 10.7, with
+    16-bit 6.0 (own/h200-zero2-offload-accum-2-2026-11-29). ZeRO-1 frees them at its step (not counted there)."""
     t, c = s.trainable, s.case
-    if s.zero == 1 and c.grad_accum > 1:
+    if s.zero in (0, 1) and c.grad_accum > 1:  # ZeRO-0 likewise (its 16-bit gradients accumulate in place)
         return t * s.half_bytes
     if s.zero == 2 and c.grad_accum_dtype == "fp32":
         return t * 4.0 / s.shard_ranks
@@ -384,7 +385,7 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     start = held + st.grads_kept + act + logits
     forward = held + st.grads_kept + act + forward_peak_extra(s, st, eff)
     end = st.weights + max(st.grads_kept, st.grads_end)
-    step = st.weights + max(st.grads_kept, st.grads_end if s.zero != 1 else st.grads_end / s.ranks) + st.step_extra
+    step = st.weights + (max(st.grads_kept, st.grads_end) if s.zero != 1 else st.grads_end / s.ranks) + st.step_extra
     if forward > max(start, end, step):
         return TrainMemory(held, st.grads_kept, st.optimizer_states, act, forward - (held + st.grads_kept + act) + comm,
                            eff.workspace_gib * GiB, st.host)
