@@ -228,8 +228,12 @@ def test_search_top_pick_equals_exhaustive_best(spec):
     best = exhaustive_best(spec, eff)
     assert best is not None and ranked
     assert facts["trials"] == facts["space_size"]  # auto: small spaces are enumerated
-    assert ranked[0].rank_score == best.rank_score
-    if len(ranked) == 1 or ranked[1].rank_score < ranked[0].rank_score:
+    top = ranked[0]
+    if top.rank_score != best.rank_score:  # only the safety rule may put a slower pick first: a safe one within 5%
+        assert top.prediction.p_oom <= 0.02 < best.prediction.p_oom, (top.case, best.case)
+        assert top.prediction.tokens_per_s >= 0.95 * best.prediction.tokens_per_s
+        assert best.rank_score in [c.rank_score for c in ranked]
+    elif len(ranked) == 1 or ranked[1].rank_score < ranked[0].rank_score:
         assert ranked[0].case == best.case
     # the ranked list holds every fitting configuration once, best first (tokens/s, less the penalty of a
     # pick within 8% of running out of memory)
