@@ -301,15 +301,10 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
             cpu += zero3_offload_extra_s(s, local, eff, c)
         # gradients stream to the host inside the backward (DeepSpeed copies each reduced bucket to the host
         # partition), partly hidden behind it (grad_overlap): the harness times the exposed part there, 0.42 s of a
-        # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads). ZeRO-3 copies them every
-        # micro-batch, to accumulate on the host: four micro-batches a step took the backward from 2.9 to 8.2 s
-        # (Llama-3.2-3B, pageable, grid h200-study-offload-batch); ZeRO-1 once a step. The updated 16-bit weights return
-        # in the step, except where the parameters live on the host (ZeRO-3's parameter offload: fetched at the next
-        # forward)
-        copies = accum if s.zero == 3 else 1
-        grads_d2h = copies * local * 4.0 / staged
-        if s.zero2_accumulates_on_host:
-            grads_d2h += accum * local * 2 * half / staged
+        # Llama-3.2-3B ZeRO-2 step whatever CPU Adam's threads (grid h200-omp-threads). The updated 16-bit weights
+        # return in the step, except where the parameters live on the host (ZeRO-3's parameter offload: fetched at the
+        # next forward)
+        grads_d2h = offload_grad_copy_bytes(s) * local / staged
         bwd_offload = grads_d2h * (1 - overlap)
         offload = cpu + bwd_offload + (0.0 if s.offload_params else local * half / staged)
     else:
@@ -346,6 +341,25 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         backward_offload=bwd_offload,
         step_communication=comm.in_step_s,
     )
+
+
+def offload_grad_copy_bytes(s: TrainSetup) -> float:
+    """Bytes per parameter of the rank's partition that its offloaded optimizer's gradients move between the GPU and
+    the host in a step, as DeepSpeed 0.19.8 moves them. ZeRO-1/2 copy the fp32 gradient partition down once, at the
+    boundary, and ZeRO-2 under 16-bit accumulation also takes every micro-batch's 16-bit partition through the host
+    (``TrainSetup.zero2_accumulates_on_host``). ZeRO-3 copies every micro-batch's gradient partition into its host
+    buffer and back to the GPU to accumulate there (``stage3.partition_grads``), and at the boundary the fp32 partition
+    down for CPU Adam (``_offload_grad_partition_at_boundary``). Llama-3.2-3B on one H200, pageable: the backward
+    took 2.3 s beyond the pinned run's at one micro-batch a step (8 B a parameter at 11 GB/s) and 5.8 s at four
+    (20 B, 11 GB/s), grid h200-study-offload-batch; the model's 4 B a micro-batch left its one-micro-batch steps 12-21%
+    fast."""
+    if not s.offload_optimizer:
+        return 0.0
+    accum = s.case.grad_accum
+    if s.zero == 3:
+        accumulated = 4.0 if s.case.grad_accum_dtype == "fp32" else s.half_bytes
+        return accum * 2 * accumulated + 4.0
+    return 4.0 + (accum * 2 * s.half_bytes if s.zero2_accumulates_on_host else 0.0)
 
 
 def staged_copy_bps(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> float:

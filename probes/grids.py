@@ -1836,7 +1836,31 @@ def _study_quant(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-zero2-offload-accum-3": lambda: _zero2_offload_accum_3("h200x1", "h200z2c"),
+def _zero3_offload_copies(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out, after the rule ``models.step_time.offload_grad_copy_bytes`` set from grid ``h200-study-offload-batch``
+    (2026-11-29, sixteenth): DeepSpeed 0.19.8's ZeRO-3 with the optimizer offloaded takes every micro-batch's gradient
+    partition into its host buffer and back (in the accumulation dtype), and the fp32 partition down at the boundary.
+    Other accumulation counts, fp32 accumulation, pinned, optimizer-only and parameter offload, two families that never
+    ran it; one thread, 350 tokens; stored before they run."""
+    study = {**_AS_THE_STUDY_RAN, "_timeout_s": 150}
+    c = _family_case(hw, prefix)
+    one_b = lambda cid, **kw: _case(hw, f"{prefix}-{cid}", "llama3.2-1b", "pretrain", gpus=1, **kw)  # noqa: E731
+    z3o = {"zero_stage": 3, "offload": "optimizer"}
+    z3op = {"zero_stage": 3, "offload": "optimizer+params"}
+    return [
+        one_b("l1b-z3o-mb1", micro_batch_size=1, offload_pin_memory=False, **z3o, **study),
+        one_b("l1b-z3o-mb1-ga3", micro_batch_size=1, grad_accum=3, offload_pin_memory=False, **z3o, **study),
+        one_b("l1b-z3o-mb1-ga3-fp32acc", micro_batch_size=1, grad_accum=3, grad_accum_dtype="fp32",
+              offload_pin_memory=False, **z3o, **study),
+        one_b("l1b-z3o-mb1-ga3-pinned", micro_batch_size=1, grad_accum=3, offload_pin_memory=True, **z3o, **study),
+        c("slm-z3op-mb2", "slm", "pretrain", micro_batch_size=2, offload_pin_memory=False, **z3op, **study),
+        c("gran-z3op-mb1-ga2", "gran", "pretrain", micro_batch_size=1, grad_accum=2, offload_pin_memory=False, **z3op,
+          **study),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-zero3-offload-copies": lambda: _zero3_offload_copies("h200x1", "h200z3c"),
+                         "h200-zero2-offload-accum-3": lambda: _zero2_offload_accum_3("h200x1", "h200z2c"),
                          "h200-zero2-offload-accum-2": lambda: _zero2_offload_accum_2("h200x1", "h200z2b"),
                          "h200-study-quant": lambda: _study_quant("h200x1", "h200sq"),
                          "h200-zero2-offload-accum": lambda: _zero2_offload_accum("h200x1", "h200z2a"),

@@ -68,12 +68,72 @@ def copy_rates_gbs(n_bytes: int, toy: bool = False, repeats: int = 5) -> dict[st
     return out
 
 
+# what each concurrent process copies, and the bytes that cross the link for it: DeepSpeed's offload moves fp32 and
+# 16-bit tensors both ways, and ZeRO-1/2's updated weights go from an fp32 host partition into a 16-bit GPU tensor
+# (torch converts on the host first)
+COPY_KINDS = ("pageable_d2h", "pageable_h2d", "pageable_h2d_fp32_to_16bit", "pinned_d2h", "pinned_h2d")
+
+
+def _copy_worker(rank: int, n_bytes: int, repeats: int, toy: bool, barrier, queue) -> None:  # pragma: no cover - subprocess
+    import torch
+
+    cuda = torch.cuda.is_available() and not toy
+    dev = f"cuda:{rank % torch.cuda.device_count()}" if cuda else "cpu"
+    n = n_bytes // 4
+    gpu32, gpu16 = torch.empty(n, device=dev), torch.empty(n, device=dev, dtype=torch.bfloat16)
+    host32 = torch.empty(n).normal_()
+    pin32 = torch.empty(n, pin_memory=cuda).normal_()
+    ops = {"pageable_d2h": (lambda: host32.copy_(gpu32), n_bytes),
+           "pageable_h2d": (lambda: gpu32.copy_(host32), n_bytes),
+           "pageable_h2d_fp32_to_16bit": (lambda: gpu16.copy_(host32), 2 * n),
+           "pinned_d2h": (lambda: pin32.copy_(gpu32, non_blocking=True), n_bytes),
+           "pinned_h2d": (lambda: gpu32.copy_(pin32, non_blocking=True), n_bytes)}
+    out: dict[str, float] = {}
+    for kind in COPY_KINDS:
+        fn, crossed = ops[kind]
+        fn()
+        if cuda:
+            torch.cuda.synchronize(dev)
+        barrier.wait()
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        if cuda:
+            torch.cuda.synchronize(dev)
+        out[kind] = crossed * repeats / (time.perf_counter() - t0) / 1e9
+        barrier.wait()
+    queue.put(out)
+
+
+def concurrent_copy_rates_gbs(procs: int, n_bytes: int, repeats: int = 8, toy: bool = False) -> dict[str, float]:
+    """GB/s of each copy kind (``COPY_KINDS``) per process and summed over ``procs`` processes copying at once (each
+    to GPU rank % count): whether a node's ranks share its pageable staging memcpy or each get their own."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    barrier, queue = ctx.Barrier(procs), ctx.Queue()
+    workers = [ctx.Process(target=_copy_worker, args=(r, n_bytes, repeats, toy, barrier, queue)) for r in range(procs)]
+    for w in workers:
+        w.start()
+    results = [queue.get(timeout=600) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+    out: dict[str, float] = {}
+    for kind in COPY_KINDS:
+        rates = [r[kind] for r in results]
+        out[f"{kind}_gbs_per_proc"] = round(min(rates), 2)
+        out[f"{kind}_gbs_node"] = round(sum(rates), 2)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m probes.host_contention", description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--procs", default="1,2,4,8")
     ap.add_argument("--params", type=int, default=100_000_000, help="parameters each CPU Adam process steps")
     ap.add_argument("--copy-bytes", type=int, default=2**30)
+    ap.add_argument("--copy-procs", default="", help="also time copies from 1,2,... processes at once (e.g. 1,2,4,8)")
+    ap.add_argument("--copies-only", action="store_true", help="skip CPU Adam")
     ap.add_argument("--toy", action="store_true")
     ap.add_argument("--allow-build", action="store_true")
     args = ap.parse_args(argv)
@@ -89,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     log({"kind": "host", "cores": cores, "default_threads": default_threads()})
     copy_bytes = 2**16 if args.toy else args.copy_bytes
     log({"kind": "copies", "bytes": copy_bytes, **copy_rates_gbs(copy_bytes, toy=args.toy)})
+    for p in (int(x) for x in args.copy_procs.split(",") if x):
+        log({"kind": "concurrent_copies", "processes": p, "bytes": copy_bytes // 4,
+             **concurrent_copy_rates_gbs(p, copy_bytes // 4, toy=args.toy)})
+    if args.copies_only:
+        return 0
     params = 100_000 if args.toy else args.params
     for p in (int(x) for x in args.procs.split(",")):
         for t in thread_counts(cores, p):
