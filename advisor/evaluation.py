@@ -155,7 +155,7 @@ def traced(arch) -> bool:
     return not hand_counted(arch)
 
 
-def _with_omp_threads(m: Measurement) -> dict:
+def with_omp_threads(m: Measurement) -> dict:
     """The row's case with the OpenMP threads its ranks really ran with (the run's environment records them:
     torchrun sets 1 per rank) where the case does not say."""
     threads = m.environment.omp_threads if m.environment else None
@@ -179,7 +179,7 @@ def training_rows(measurements: Sequence[Measurement], traced_families: bool = T
         if m.case.get("task") not in ("pretrain", "finetune"):
             continue
         try:
-            case = parse_case(_with_omp_threads(m))
+            case = parse_case(with_omp_threads(m))
             platform = resolve_platform(case.hardware, case.gpus)
             arch = resolve_model(case.model)
             trace = None

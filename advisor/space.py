@@ -11,6 +11,8 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+from models.setup import zero2_accumulates_on_host
+
 TASKS = ("pretrain", "finetune", "serve")
 TRAIN_TASKS = ("pretrain", "finetune")
 METHODS = ("full", "lora", "qlora")
@@ -94,8 +96,8 @@ def accum_dtype_variants(knobs: dict[str, Any], grad_accum: int) -> list[dict[st
     (DeepSpeed's default) adds each micro-batch's gradients to host buffers through the GPU, fp32 accumulation keeps an
     fp32 gradient partition on the GPU instead (``models.setup.TrainSetup.zero2_accumulates_on_host``: Llama-3.2-1B on
     one H200, four micro-batches, 6.0 against 4.0 s a step); elsewhere the default only."""
-    if knobs.get("engine") == "deepspeed" and knobs.get("zero_stage") == 2 and knobs.get("offload") == "optimizer" \
-            and grad_accum > 1:
+    offloaded = knobs.get("engine") == "deepspeed" and knobs.get("offload", "none") != "none"
+    if zero2_accumulates_on_host(knobs.get("zero_stage", 0), offloaded, grad_accum, None):
         return [{}, {"grad_accum_dtype": "fp32"}]
     return [{}]
 

@@ -175,9 +175,9 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
         # out of memory at 137 GiB where split states would peak at 127); the 16-bit gradients exist from backward on,
         # their fp32 flat copy during the step. Memory read at each moment of a Qwen3-1.7B step on one H100
         # (probes/anatomy.py, P = 1.72 B): 14P after the step, 16P at the end of backward, 24P at the step's peak.
-        return ModelStates(t * half + frozen, 0.0, zero12_grads_kept_bytes(s), t * half, t * 12.0, 0.0, t * 8.0)
+        return ModelStates(t * half + frozen, 0.0, accumulated_grads_kept_bytes(s), t * half, t * 12.0, 0.0, t * 8.0)
     if z in (1, 2):
-        kept = zero12_grads_kept_bytes(s)
+        kept = accumulated_grads_kept_bytes(s)
         if s.offload_optimizer:  # gradients stream to the host bucket by bucket, freed as the GPU copies them out
             return ModelStates(t * half + frozen, 0.0, kept, t * half if s.offload_grads_piled else 0.0, 0.0, 0.0)
         # ZeRO-1 holds every 16-bit gradient until the reduction at the accumulation boundary, ZeRO-2
@@ -206,7 +206,7 @@ def _gpu_model_states(s: TrainSetup) -> ModelStates:
     return ModelStates(w, 0.0, t * half / n, t * half / n, t * 12.0 / n, 0.0, 4.0 * min(t / n, SUB_GROUP))
 
 
-def zero12_grads_kept_bytes(s: TrainSetup) -> float:
+def accumulated_grads_kept_bytes(s: TrainSetup) -> float:
     """Gradients DeepSpeed keeps on the GPU from one micro-batch's backward to the next, optimizer offloaded or not: ZeRO-0/1
     every 16-bit gradient across the micro-batches of a step (it reduces at the boundary), ZeRO-2 with fp32
     accumulation its fp32 partition (DeepSpeed 0.19.8's compact gradient buffer, allocated on the GPU). Llama-3.2-1B on

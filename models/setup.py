@@ -19,6 +19,11 @@ from models.architecture import LINEAR_NAMES, ParamCounts, lora_params_per_layer
 QUANT_BYTES = {"none": 2.0, "nf4": 0.5 + 1 / 64 + 4 / (64 * 256), "int8": 1.0}
 
 
+
+def zero2_accumulates_on_host(zero: int, offload_optimizer: bool, grad_accum: int, grad_accum_dtype: str | None) -> bool:
+    """Does DeepSpeed add each micro-batch's gradients to a host buffer (``TrainSetup.zero2_accumulates_on_host``)?"""
+    return zero == 2 and offload_optimizer and grad_accum > 1 and grad_accum_dtype != "fp32"
+
 @dataclass(frozen=True)
 class TrainSetup:
     case: TrainCase
@@ -85,7 +90,7 @@ class TrainSetup:
         reduces only there. Llama-3.2-1B on one H200, four micro-batches, pageable: 6.02 s a step against 3.99 with fp32
         accumulation and 3.72 under ZeRO-1, host RAM +2.2 GiB (own/h200-zero2-offload-accum-2-2026-11-29)."""
         c = self.case
-        return self.zero == 2 and self.offload_optimizer and c.grad_accum > 1 and c.grad_accum_dtype != "fp32"
+        return zero2_accumulates_on_host(self.zero, self.offload_optimizer, c.grad_accum, c.grad_accum_dtype)
 
     @property
     def offload_grads_piled(self) -> bool:

@@ -292,7 +292,7 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     # offloaded parameters do not slow down: its forward took the same pinned or not (0.26-0.39 s against 0.29,
     # Llama-3.2-3B on one H200, grid h200-study-offload-batch)
     pinned = case.offload_pin_memory
-    h2d = c.pcie_bps * eff.h2d_eff
+    h2d = pinned_copy_bps(eff, c)
     staged = staged_copy_bps(s, eff, c)
     overlap = eff.grad_overlap if pinned else 0.0
     if s.offload_optimizer:
@@ -362,11 +362,17 @@ def offload_grad_copy_bytes(s: TrainSetup) -> float:
     return 4.0 + (accum * 2 * s.half_bytes if s.zero2_accumulates_on_host else 0.0)
 
 
+def pinned_copy_bps(eff: Efficiencies, c: Ceilings) -> float:
+    """A rank's host<->device copy rate from pinned memory: its share of the uplinks (``pcie_bps``) at the fitted
+    efficiency of DeepSpeed's copies."""
+    return c.pcie_bps * eff.h2d_eff
+
+
 def staged_copy_bps(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> float:
     """A rank's rate for the optimizer's offload copies: the link's share when its buffers are pinned; with
     ``pin_memory`` false the host's staged memcpy, one rate for the node that its ranks share (one rank 10.6 GB/s, two
     ranks 5 each, on the H200 hosts), never above the link."""
-    h2d = c.pcie_bps * eff.h2d_eff
+    h2d = pinned_copy_bps(eff, c)
     return h2d if s.case.offload_pin_memory else min(h2d, eff.pageable_copy_node_gbs * 1e9 / s.per_node)
 
 

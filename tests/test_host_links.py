@@ -216,10 +216,13 @@ def test_host_contention_probe_runs_every_path_on_the_cpu(tmp_path):
     from probes.host_contention import main, thread_counts
 
     assert thread_counts(16, 8) == [1, 2, 16] and thread_counts(16, 1) == [1, 16]
-    assert main(["--out", str(tmp_path), "--toy", "--procs", "2"]) == 0
+    assert main(["--out", str(tmp_path), "--toy", "--procs", "2", "--copy-procs", "2"]) == 0
     recs = [json.loads(x) for x in (tmp_path / "host_contention.jsonl").read_text().splitlines()]
     kinds = [r["kind"] for r in recs]
-    assert kinds[:2] == ["host", "copies"] and "cpu_adam" in kinds
+    assert kinds[:3] == ["host", "copies", "concurrent_copies"] and "cpu_adam" in kinds
+    both = recs[2]  # two processes copying at once: each one's rate, and the node's sum (at least twice the slower)
+    assert both["processes"] == 2 and all(both[f"{k}_gbs_node"] >= 2 * both[f"{k}_gbs_per_proc"] > 0
+                                          for k in ("pageable_d2h", "pageable_h2d", "pinned_h2d"))
     assert recs[0]["default_threads"] >= 1 and all(r["gparams_per_s"] > 0 for r in recs if r["kind"] == "cpu_adam")
 
 

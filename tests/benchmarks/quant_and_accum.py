@@ -5,7 +5,7 @@
   these are the compute and memory of the Q rows the study's PCIe boxes are predicted 45-62% too slow on. Joined the fit.
 - ``h200-zero2-offload-accum-2``: ZeRO-1/2 with the optimizer offloaded under gradient accumulation (Llama-3.2-1B,
   pageable and pinned, 16-bit and fp32 accumulation). Its runs set four rules (``TrainSetup.zero2_accumulates_on_host``,
-  ``models.memory.zero12_grads_kept_bytes``, the node-shared ``pageable_copy_node_gbs``) and joined the fit.
+  ``models.memory.accumulated_grads_kept_bytes``, the node-shared ``pageable_copy_node_gbs``) and joined the fit.
 - ``h200-zero2-offload-accum-3``: held out, stored before with those rules: other models and accumulation counts.
 
     python -m tests.benchmarks.quant_and_accum > tests/benchmarks/quant_and_accum.out.txt

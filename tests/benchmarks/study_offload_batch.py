@@ -12,7 +12,7 @@ the 2x H200 ZeRO-3 offload pair of 2026-11-28 (Llama-2-7B, pinned and pageable, 
 
 from __future__ import annotations
 
-from advisor.evaluation import _with_omp_threads
+from advisor.evaluation import with_omp_threads
 from advisor.predictor import Predictor
 from knowledge.schema import Measurement, TrainCase
 from tests.benchmarks.stored_predictions import OWN, compare_grid, lines
@@ -24,7 +24,7 @@ def held_out_pair() -> None:
     predictor = Predictor()
     for row in lines(OWN / "logs" / "h200x2-pin-memory-z3o-2026-11-28.jsonl"):
         m = Measurement.model_validate(row)
-        p = predictor.predict(TrainCase.model_validate(_with_omp_threads(m)))
+        p = predictor.predict(TrainCase.model_validate(with_omp_threads(m)))
         print(f"{m.case['id']:42s} measured {m.measured.step_time_s:6.2f} s  today {p.step_time_s:6.2f} s "
               f"({p.step_time_s / m.measured.step_time_s - 1:+.1%})  host {m.measured.host_peak_gib:6.1f} / {p.host_mem_gib:6.1f} GiB")
     print("(stored before, 2026-11-28, at one thread: pinned 10.84 s, pageable 16.50 s: -3% and +29% in step time)")
