@@ -220,6 +220,20 @@ def accumulated_grads_kept_bytes(s: TrainSetup) -> float:
     return 0.0
 
 
+def offload_grad_transient_bytes(s: TrainSetup) -> float:
+    """What ZeRO-3's offloaded optimizer makes on the GPU at the end of backward as it hands the largest gradient to the
+    host (DeepSpeed 0.19.8 ``stage3.partition_grads``): the partition brought back from the host buffer in the
+    accumulation dtype and its fp32 conversion for the copy down. Full training only (an adapter's tensors are small).
+    One micro-batch of 350 tokens on one H200, where this moment is the peak: Llama-3.2-1B with the optimizer
+    offloaded 5.6 GiB measured, 4.1 predicted without it, 4.5 with; Llama-3.2-3B with parameters too 4.5, 3.1 and 3.7
+    (h200-study-offload-batch, logs/h200-zero3-offload-copies, 2026-11-29). ZeRO-1/2's ``.float()`` of each slice is
+    not counted: under 0.19.8 they peak at every 16-bit gradient piled up and no more (``offload_grads_piled``)."""
+    if s.zero != 3 or not s.offload_optimizer or s.case.engine != "deepspeed" or s.case.method != "full":
+        return 0.0
+    accumulated = 4.0 if s.case.grad_accum_dtype == "fp32" else s.half_bytes
+    return s.params.largest_module / s.shard_ranks * (accumulated + (0.0 if accumulated == 4.0 else 4.0))
+
+
 def zero3_gathered_bytes(s: TrainSetup) -> float:
     """ZeRO-3's gathered working set on a rank at its peak: the live parameters the config allows
     (``STAGE3_MAX_LIVE``) or the largest module, gathered alone (a big vocabulary's LM head), whichever is larger."""
@@ -384,7 +398,8 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     held = st.weights + st.autocast_cache + zero3_retained_param_bytes(s)
     start = held + st.grads_kept + act + logits
     forward = held + st.grads_kept + act + forward_peak_extra(s, st, eff)
-    end = st.weights + max(st.grads_kept, st.grads_end)
+    copying = offload_grad_transient_bytes(s)
+    end = st.weights + max(st.grads_kept, st.grads_end) + copying
     step = st.weights + (max(st.grads_kept, st.grads_end) if s.zero != 1 else st.grads_end / s.ranks) + st.step_extra
     if forward > max(start, end, step):
         return TrainMemory(held, st.grads_kept, st.optimizer_states, act, forward - (held + st.grads_kept + act) + comm,
@@ -393,7 +408,7 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
         return TrainMemory(held, st.grads_kept, st.optimizer_states, act, logits + comm, eff.workspace_gib * GiB, st.host)
     if end >= step:
         return TrainMemory(st.weights, max(st.grads_kept, st.grads_end), st.optimizer_states, 0.0,
-                           0.0 if s.offload_grads_piled else comm,
+                           (0.0 if s.offload_grads_piled else comm) + copying,
                            eff.workspace_gib * GiB, st.host)
     # at the step the reduce buckets are the flat gradient copy already counted (tinyllama on one H100:
     # ZeRO-0, whose BF16_Optimizer has no buckets, and ZeRO-2 peak at the same 32.1 GiB)

@@ -1859,7 +1859,29 @@ def _zero3_offload_copies(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-zero3-offload-copies": lambda: _zero3_offload_copies("h200x1", "h200z3c"),
+def _zero3_offload_small(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, sixteenth): ZeRO-3 offload at small batches on families that never ran it, after two rules
+    set from ``h200-study-offload-batch`` and ``h200-zero3-offload-copies`` (each micro-batch's gradient round trip
+    through the host buffer, ``models.step_time.offload_grad_copy_bytes``; the largest gradient's two copies on the GPU
+    at the end of backward, ``models.memory.offload_grad_transient_bytes``): large tied vocabularies (Gemma-2's 256k,
+    Qwen3's 152k, Phi-4-mini's 200k), one thread, 350 tokens; stored before they run."""
+    study = {**_AS_THE_STUDY_RAN, "_timeout_s": 160}
+    c = _family_case(hw, prefix)
+    l3b = _l3b_case(hw, prefix)
+    z3o = {"zero_stage": 3, "offload": "optimizer"}
+    z3op = {"zero_stage": 3, "offload": "optimizer+params"}
+    return [
+        c("q2-z3o-mb1", "q2", "pretrain", micro_batch_size=1, offload_pin_memory=False, **z3o, **study),
+        c("g2-z3o-mb1", "g2", "pretrain", micro_batch_size=1, offload_pin_memory=False, **z3o, **study),
+        c("phi4-z3op-mb2-ga2", "phi4", "pretrain", micro_batch_size=2, grad_accum=2, offload_pin_memory=False, **z3op,
+          **study),
+        c("smol2-z3o-mb4-pinned", "smol2", "pretrain", micro_batch_size=4, offload_pin_memory=True, **z3o, **study),
+        l3b("l3b-z3o-mb1-ga2-pinned", micro_batch_size=1, grad_accum=2, offload_pin_memory=True, **z3o, **study),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-zero3-offload-small": lambda: _zero3_offload_small("h200x1", "h200z3s"),
+                         "h200-zero3-offload-copies": lambda: _zero3_offload_copies("h200x1", "h200z3c"),
                          "h200-zero2-offload-accum-3": lambda: _zero2_offload_accum_3("h200x1", "h200z2c"),
                          "h200-zero2-offload-accum-2": lambda: _zero2_offload_accum_2("h200x1", "h200z2b"),
                          "h200-study-quant": lambda: _study_quant("h200x1", "h200sq"),

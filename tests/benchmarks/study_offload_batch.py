@@ -5,7 +5,9 @@ micro-batch; here the step stayed flat (12.0, 11.4, 12.1 s at mb 1, 16, 64), as 
 before the runs; the runs then changed two rules (ZeRO-3's parameter fetches do not slow down pageable; its gradients
 go to the host every micro-batch) and joined the fit, so the code of today's column is in sample. Held out from both:
 the 2x H200 ZeRO-3 offload pair of 2026-11-28 (Llama-2-7B, pinned and pageable, one thread a rank, ``logs/``), and
-``h200-zero2-offload-accum`` (ZeRO-2 offload, stored before, ``logs/``).
+``h200-zero2-offload-accum`` (ZeRO-2 offload, stored before, ``logs/``). Sixteenth session: the first grid's backward
+times set ``models.step_time.offload_grad_copy_bytes`` (each micro-batch's 16-bit round trip through the host buffer,
+the fp32 partition once); ``h200-zero3-offload-copies`` was stored before with it and held out (``logs/``).
 
     python -m tests.benchmarks.study_offload_batch > tests/benchmarks/study_offload_batch.out.txt
 """
@@ -36,6 +38,8 @@ def main() -> None:
     compare_grid(grid, "one H200, ZeRO-3 offload as the study ran it", "h200x1", measured=f"{grid}-2026-11-29.jsonl",
                  date="2026-11-29")
     held_out_pair()
+    compare_grid("h200-zero3-offload-copies", "one H200, ZeRO-3 offload's gradient copies (held out)", "h200x1",
+                 measured="logs/h200-zero3-offload-copies-2026-11-29.jsonl", date="2026-11-29")
     compare_grid("h200-zero2-offload-accum", "one H200, ZeRO-2 offload under accumulation (held out)", "h200x1",
                  measured="logs/h200-zero2-offload-accum-2026-11-29.jsonl", date="2026-11-29")
 
