@@ -7,7 +7,8 @@ go to the host every micro-batch) and joined the fit, so the code of today's col
 the 2x H200 ZeRO-3 offload pair of 2026-11-28 (Llama-2-7B, pinned and pageable, one thread a rank, ``logs/``), and
 ``h200-zero2-offload-accum`` (ZeRO-2 offload, stored before, ``logs/``). Sixteenth session: the first grid's backward
 times set ``models.step_time.offload_grad_copy_bytes`` (each micro-batch's 16-bit round trip through the host buffer,
-the fp32 partition once); ``h200-zero3-offload-copies`` was stored before with it and held out (``logs/``).
+the fp32 partition once); ``h200-zero3-offload-copies`` was stored before with it and held out (``logs/``), and ``h200-zero3-offload-small``
+after ``models.memory.offload_grad_transient_bytes`` too.
 
     python -m tests.benchmarks.study_offload_batch > tests/benchmarks/study_offload_batch.out.txt
 """
@@ -40,6 +41,8 @@ def main() -> None:
     held_out_pair()
     compare_grid("h200-zero3-offload-copies", "one H200, ZeRO-3 offload's gradient copies (held out)", "h200x1",
                  measured="logs/h200-zero3-offload-copies-2026-11-29.jsonl", date="2026-11-29")
+    compare_grid("h200-zero3-offload-small", "one H200, ZeRO-3 offload at small batches, new families (held out)",
+                 "h200x1", measured="logs/h200-zero3-offload-small-2026-11-29.jsonl", date="2026-11-29")
     compare_grid("h200-zero2-offload-accum", "one H200, ZeRO-2 offload under accumulation (held out)", "h200x1",
                  measured="logs/h200-zero2-offload-accum-2026-11-29.jsonl", date="2026-11-29")
 
