@@ -108,6 +108,9 @@ class Efficiencies(BaseModel):
     # accum-2-2026-11-29), two ranks 5 GB/s each (Llama-2-7B ZeRO-2 offload on two H200s, pinned 9.9 s, pageable 13.2 s,
     # own/h200x2-pin-memory-2026-11-28)
     pageable_copy_node_gbs: float = _p(10.0, "measured: with pin_memory false the offload copies (gradients down, 16-bit weights up, ZeRO-2's accumulation through the host) run at the host's staged memcpy, not the link, and do not overlap backward; one rank 10.6 GB/s, two ranks 5 each (own/h200-zero2-offload-accum-2-2026-11-29, own/h200x2-pin-memory-2026-11-28); the node's rate, split over its ranks; not fitted", 0.1, 1000)
+    # a step that needs more host memory than RAM runs only through swap; what it sweeps every step beyond RAM is paged
+    # out and back in each step (models.training.swap_paging_s)
+    swap_gbs: float = _p(2.0, "prior, not measured (no lent host has swap): the kernel's swap of an NVMe SSD, each way; the drives read and write 3-7 GB/s in sequence, swap moves 4-32 KiB page clusters; not fitted", 0.01, 100)
     h2d_eff: float = _p(0.6, "prior: pinned host<->device copies ~60% of PCIe x16 (H100 probe: 55 of 63 GB/s)", 0.01, 1)
     # --- quantization -------------------------------------------------------------------------
     dequant_bytes_per_param: float = _p(2.5, "NF4 dequantize reads 0.5 B and writes 2 B per weight before each GEMM", 0, 20)

@@ -98,6 +98,22 @@ def host_bytes(s: TrainSetup) -> float:
     return process
 
 
+def host_swept_bytes(s: TrainSetup) -> float:
+    """Of ``host_bytes``, what every step reads and writes, node-wide: the processes, and for ZeRO-Offload CPU Adam's
+    fp32 masters, gradients and two moments (16 B a trainable parameter) and, with parameter offload, the 16-bit weights
+    each forward and backward fetch. The rest (staging copies, ``zero.Init``'s leftovers) is touched once in a while:
+    beyond RAM the kernel pages it out once, these it must page every step. The study's RTX 3090 box (125.8 GiB usable)
+    ran Llama-2-7B ZeRO-3 offload at 139.9 GiB by our count, sweeping 124.4 (its rows fit with no paging), and
+    Llama-2-13B's at 260, sweeping 226 (issue 23: predicted 2.3-2.5x too fast)."""
+    process = HOST_PROCESS_GIB[s.case.engine] * GiB * _ranks_per_node(s)
+    if not s.offload_optimizer:
+        return process
+    swept = 16.0 * s.trainable
+    if s.offload_params:
+        swept += s.half_bytes * (s.trainable + s.frozen_16bit)
+    return process + swept * _ranks_per_node(s) / s.ranks
+
+
 def host_pinned_bytes(s: TrainSetup) -> float:
     """Of ``host_bytes``, what is page-locked: it must sit in RAM (the kernel cannot swap it out)."""
     return host_offload_parts(s)[0]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase, TrainPrediction
 from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
-from models.memory import STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, host_pinned_bytes, training_memory, usable_gib
+from models.memory import (STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, host_pinned_bytes, host_swept_bytes, training_memory,
+                           usable_gib)
 from models.oom import P_OOM_FITS, oom_risk
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
@@ -42,6 +44,16 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
         used = peak / cap if failure == "device_oom" else host_gib / host_cap
         return False, f"too close to the limit: {used:.0%} of usable {where}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p
     return True, None, None, p
+
+
+def swap_paging_s(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> float:
+    """Seconds a step spends paging when the node runs beyond its RAM: what the step sweeps (``host_swept_bytes``) beyond
+    RAM goes out to swap and back in every step, at the swap's rate each way (``Efficiencies.swap_gbs``). Nothing while
+    the job fits in RAM, or while only what it seldom touches overflows."""
+    ram = cal.host_ram_gib * GiB
+    if not cal.host_swap_gib or mem.host <= ram:
+        return 0.0
+    return 2.0 * max(0.0, min(host_swept_bytes(s), mem.host) - ram) / (cal.eff.swap_gbs * 1e9)
 
 
 def host_capacity_gib(cal: Calibration) -> float:
@@ -93,6 +105,9 @@ def predict_training(
     s = derive(case, arch, platform, trace)
     mem = training_memory(s, cal.eff)
     t = training_step_time(s, cal.eff, cal.ceilings)
+    paging = swap_paging_s(s, mem, cal)
+    if paging:
+        t = dataclasses.replace(t, offload=t.offload + paging)
     step = t.total
     tps = tokens_per_step(s) / step
     fits, why, failure, p = _fits(s, mem, cal)

@@ -122,6 +122,17 @@ def test_pageable_offload_spills_into_swap_but_pinned_buffers_need_the_ram(tmp_p
     assert pred(box(512, ram=64), False).fits
     pinned = pred(box(512, ram=64), True)  # 80 GiB of pinned buffers (powers of two) exceed the RAM itself
     assert not pinned.fits and pinned.failure == "host_oom" and "pins" in pinned.why_not_fits
+    # 7B sweeps 124 GiB a step by our count, within the box's RAM: what overflows is paged out once, the step runs
+    # as fast as with the RAM (the study's 3090 rows fit so); 13B sweeps 226 GiB and pages the rest every step
+    ram = pred(box(0, ram=512), False)
+    assert some.step_time_s == pytest.approx(pred(box(64, ram=138), False).step_time_s)
+    big = TrainCase(id="c", hardware=box(256), model="13b", task="pretrain", zero_stage=3, offload="optimizer+params",
+                    micro_batch_size=1, seq_len=350, offload_pin_memory=False)
+    big_ram = big.model_copy(update={"hardware": box(0, ram=512)})
+    paged, in_ram = Predictor().predict(big), Predictor().predict(big_ram)
+    assert paged.fits and in_ram.fits and ram.fits
+    swept_beyond = 226 - 128 * 0.983  # GiB, each way, at the swap's 2 GB/s prior
+    assert paged.step_time_s - in_ram.step_time_s == pytest.approx(2 * swept_beyond * 2**30 / 2e9, rel=0.05)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"platform": "rtx4090x8", "swap_gib": -1}))
     out = run("recommend", "--hardware", str(bad), "--task", "pretrain", "--model", "7b")
