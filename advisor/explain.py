@@ -56,10 +56,12 @@ def swap_gib(p) -> float | None:
 
 
 def swapped(p) -> str:
-    """'; 12 GiB of host memory in swap: slower than predicted' when a pick only fits by spilling into swap (the
-    step time does not count the paging)."""
+    """'; 12 GiB of host memory in swap (paged every step where the step sweeps it)' when a pick only fits by spilling
+    into swap: the step time prices the paging of what every step reads beyond RAM at the swap prior
+    (``models.training.swap_paging_s``), which no lent host could measure."""
     spill = swap_gib(p)
-    return f"; {spill:,.0f} GiB of host memory in swap: slower than predicted" if spill else ""
+    return (f"; {spill:,.0f} GiB of host memory in swap (what every step reads beyond RAM is paged each step, "
+            "at an assumed swap speed)") if spill else ""
 
 
 def _dominant(p: TrainPrediction) -> tuple[str, float]:
