@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from probes.host import usable_cores
@@ -38,12 +39,29 @@ def thread_counts(cores: int, procs: int) -> list[int]:
     return sorted({1, max(1, cores // procs), cores})
 
 
+def _timed_gbs(copy: Callable[[], object], crossed_bytes: int, repeats: int, sync: Callable[[], None], warmups: int = 1,
+               ready: Callable[[], None] | None = None) -> float:
+    """GB/s of ``copy`` run ``repeats`` times after ``warmups`` untimed runs, each batch closed by ``sync`` (the GPU's
+    queue); ``ready`` (several processes' barrier) runs just before the clock starts."""
+    for _ in range(warmups):
+        copy()
+    sync()
+    if ready is not None:
+        ready()
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        copy()
+    sync()
+    return crossed_bytes * repeats / (time.perf_counter() - t0) / 1e9
+
+
 def copy_rates_gbs(n_bytes: int, toy: bool = False, repeats: int = 5) -> dict[str, float]:
     """One GPU's H2D and D2H from pinned and from pageable host memory, GB/s."""
     import torch
 
     cuda = torch.cuda.is_available() and not toy
     dev = "cuda:0" if cuda else "cpu"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     n = n_bytes // 4
     buf = torch.empty(n, device=dev)
     out: dict[str, float] = {}
@@ -55,16 +73,8 @@ def copy_rates_gbs(n_bytes: int, toy: bool = False, repeats: int = 5) -> dict[st
                     buf.copy_(host, non_blocking=pinned)
                 else:
                     host.copy_(buf, non_blocking=pinned)
-            for _ in range(2):
-                once()
-            if cuda:
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(repeats):
-                once()
-            if cuda:
-                torch.cuda.synchronize()
-            out[f"{'pinned' if pinned else 'pageable'}_{'h2d' if h2d else 'd2h'}_gbs"] = n_bytes * repeats / (time.perf_counter() - t0) / 1e9
+            out[f"{'pinned' if pinned else 'pageable'}_{'h2d' if h2d else 'd2h'}_gbs"] = _timed_gbs(
+                once, n_bytes, repeats, sync, warmups=2)
     return out
 
 
@@ -88,19 +98,11 @@ def _copy_worker(rank: int, n_bytes: int, repeats: int, toy: bool, barrier, queu
            "pageable_h2d_fp32_to_16bit": (lambda: gpu16.copy_(host32), 2 * n),
            "pinned_d2h": (lambda: pin32.copy_(gpu32, non_blocking=True), n_bytes),
            "pinned_h2d": (lambda: gpu32.copy_(pin32, non_blocking=True), n_bytes)}
+    sync = (lambda: torch.cuda.synchronize(dev)) if cuda else (lambda: None)
     out: dict[str, float] = {}
     for kind in COPY_KINDS:
         fn, crossed = ops[kind]
-        fn()
-        if cuda:
-            torch.cuda.synchronize(dev)
-        barrier.wait()
-        t0 = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        if cuda:
-            torch.cuda.synchronize(dev)
-        out[kind] = crossed * repeats / (time.perf_counter() - t0) / 1e9
+        out[kind] = _timed_gbs(fn, crossed, repeats, sync, ready=barrier.wait)
         barrier.wait()
     queue.put(out)
 
@@ -149,9 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     log({"kind": "host", "cores": cores, "default_threads": default_threads()})
     copy_bytes = 2**16 if args.toy else args.copy_bytes
     log({"kind": "copies", "bytes": copy_bytes, **copy_rates_gbs(copy_bytes, toy=args.toy)})
+    each_bytes = copy_bytes // 4  # several processes' copies at once: a quarter each
     for p in (int(x) for x in args.copy_procs.split(",") if x):
-        log({"kind": "concurrent_copies", "processes": p, "bytes": copy_bytes // 4,
-             **concurrent_copy_rates_gbs(p, copy_bytes // 4, toy=args.toy)})
+        log({"kind": "concurrent_copies", "processes": p, "bytes": each_bytes,
+             **concurrent_copy_rates_gbs(p, each_bytes, toy=args.toy)})
     if args.copies_only:
         return 0
     params = 100_000 if args.toy else args.params
