@@ -81,6 +81,14 @@ def linears(arch: ModelArch) -> list[Linear]:
     ]
 
 
+def weight_tensors(arch: ModelArch, params: ParamCounts, projections: bool = True) -> list[tuple[int, float]]:
+    """(elements, how many) of the model's large weight tensors, one per projection of every layer (each expert its
+    own), the embedding and an untied LM head; without the layers' ``projections`` where those are not 16-bit tensors
+    (quantized). Norms and biases are left out: small enough not to matter where this is used."""
+    out = [(lin.in_features * lin.out_features, lin.experts * lin.per_layer * params.layers) for lin in linears(arch)] if projections else []
+    return out + [(n, 1.0) for n in (params.embedding, params.lm_head) if n]
+
+
 def param_counts(arch: ModelArch) -> ParamCounts:
     h = arch.hidden_size
     hq, kv = arch.num_attention_heads * arch.head_size, arch.num_key_value_heads * arch.head_size

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
 from knowledge.units import GiB
-from models.architecture import linears
+from models.architecture import linears, weight_tensors
 from models.setup import QUANT_BYTES, TrainSetup
 
 # DeepSpeed's defaults that the config writer (models.deepspeed_config) sets explicitly, in elements.
@@ -69,8 +69,22 @@ def host_offload_parts(s: TrainSetup) -> tuple[float, float]:
     if s.offload_params:
         pageable += s.quantized * QUANT_BYTES[s.case.quantization] / s.ranks
         buffers += sum(offload_buffer_bytes(s.half_bytes * g, pin) for g in _sub_groups((s.trainable + s.frozen_16bit) / s.ranks))
+        if pin:
+            buffers += offloaded_param_partitions_cached_bytes(s)
     ranks = _ranks_per_node(s)
     return (buffers if pin else 0.0) * ranks, (pageable + (0.0 if pin else buffers)) * ranks
+
+
+def offloaded_param_partitions_cached_bytes(s: TrainSetup) -> float:
+    """Pinned host RAM of one rank that ZeRO-3's parameter offload leaves in PyTorch's pinned-memory cache: ``zero.Init``
+    pins each parameter's 16-bit partition on its own (a power of two each, ``pinned_bytes``), then DeepSpeed moves them
+    into the sub-groups' flat pinned buffers, and the freed blocks stay with the CachingHostAllocator, which does not
+    give them back (DeepSpeed 0.19.8 ``partition_parameters._partition_param``, ``stage3._move_to_flat_buffer``). With
+    ``pin_memory`` false they are freed to the OS. Pinned runs were 3.8-10.0 GiB over the count without it, pageable
+    ones within 1.3 GiB (Llama-3.2-3B, Qwen3-1.7B/4B, Phi-3-mini, MiniCPM3 on one H100 / H200, Llama-3.2-3B on two
+    H200s; own rows of 2026-11-23 to 11-29: 6.0-10.6 GiB by this count)."""
+    sizes = weight_tensors(s.arch, s.params, projections=s.quantized == 0)
+    return sum(n * pinned_bytes(s.half_bytes * math.ceil(elements / s.shard_ranks)) for elements, n in sizes)
 
 
 def host_offload_bytes(s: TrainSetup) -> float:
@@ -87,10 +101,15 @@ def _ranks_per_node(s: TrainSetup) -> int:
     return s.per_node
 
 
+def _process_bytes(s: TrainSetup) -> float:
+    """Host RAM of the node's training processes and their CUDA contexts (``HOST_PROCESS_GIB`` a rank)."""
+    return HOST_PROCESS_GIB[s.case.engine] * GiB * _ranks_per_node(s)
+
+
 def host_bytes(s: TrainSetup) -> float:
     """Peak host RAM of the node: the processes, offloaded states, and for ZeRO-3 the 16-bit weights
     that ``zero.Init`` materialises on the host before partitioning them (2 B per parameter, node-wide)."""
-    process = HOST_PROCESS_GIB[s.case.engine] * GiB * _ranks_per_node(s)
+    process = _process_bytes(s)
     if s.offload_optimizer:
         return process + host_offload_bytes(s)
     if s.case.engine == "deepspeed" and s.zero == 3:
@@ -105,7 +124,7 @@ def host_swept_bytes(s: TrainSetup) -> float:
     beyond RAM the kernel pages it out once, these it must page every step. The study's RTX 3090 box (125.8 GiB usable)
     ran Llama-2-7B ZeRO-3 offload at 139.9 GiB by our count, sweeping 124.4 (its rows fit with no paging), and
     Llama-2-13B's at 260, sweeping 226 (issue 23: predicted 2.3-2.5x too fast)."""
-    process = HOST_PROCESS_GIB[s.case.engine] * GiB * _ranks_per_node(s)
+    process = _process_bytes(s)
     if not s.offload_optimizer:
         return process
     swept = 16.0 * s.trainable
@@ -246,8 +265,8 @@ def offload_grad_transient_bytes(s: TrainSetup) -> float:
     not counted: under 0.19.8 they peak at every 16-bit gradient piled up and no more (``offload_grads_piled``)."""
     if s.zero != 3 or not s.offload_optimizer or s.case.engine != "deepspeed" or s.case.method != "full":
         return 0.0
-    accumulated = 4.0 if s.case.grad_accum_dtype == "fp32" else s.half_bytes
-    return s.params.largest_module / s.shard_ranks * (accumulated + (0.0 if accumulated == 4.0 else 4.0))
+    fp32_copy = 0.0 if s.grad_accum_bytes == 4.0 else 4.0  # an fp32 partition is copied down as it is
+    return s.params.largest_module / s.shard_ranks * (s.grad_accum_bytes + fp32_copy)
 
 
 def zero3_gathered_bytes(s: TrainSetup) -> float:

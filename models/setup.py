@@ -19,10 +19,10 @@ from models.architecture import LINEAR_NAMES, ParamCounts, lora_params_per_layer
 QUANT_BYTES = {"none": 2.0, "nf4": 0.5 + 1 / 64 + 4 / (64 * 256), "int8": 1.0}
 
 
-
 def zero2_accumulates_on_host(zero: int, offload_optimizer: bool, grad_accum: int, grad_accum_dtype: str | None) -> bool:
     """Does DeepSpeed add each micro-batch's gradients to a host buffer (``TrainSetup.zero2_accumulates_on_host``)?"""
     return zero == 2 and offload_optimizer and grad_accum > 1 and grad_accum_dtype != "fp32"
+
 
 @dataclass(frozen=True)
 class TrainSetup:
@@ -80,6 +80,12 @@ class TrainSetup:
     @property
     def offload_params(self) -> bool:
         return self.case.offload == "optimizer+params"
+
+    @property
+    def grad_accum_bytes(self) -> float:
+        """Bytes of a gradient element while micro-batches accumulate: fp32 under ``grad_accum_dtype`` fp32, else the
+        16-bit dtype (DeepSpeed's default without ``data_types``)."""
+        return 4.0 if self.case.grad_accum_dtype == "fp32" else float(self.half_bytes)
 
     @property
     def zero2_accumulates_on_host(self) -> bool:

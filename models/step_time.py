@@ -357,8 +357,7 @@ def offload_grad_copy_bytes(s: TrainSetup) -> float:
         return 0.0
     accum = s.case.grad_accum
     if s.zero == 3:
-        accumulated = 4.0 if s.case.grad_accum_dtype == "fp32" else s.half_bytes
-        return accum * 2 * accumulated + 4.0
+        return accum * 2 * s.grad_accum_bytes + 4.0
     return 4.0 + (accum * 2 * s.half_bytes if s.zero2_accumulates_on_host else 0.0)
 
 
