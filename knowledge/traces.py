@@ -182,6 +182,13 @@ class ArchTrace(Strict):
         return [Projection(in_features=k, out_features=n, experts=e, tokens_fraction=min(1.0, f),
                            per_layer=calls / self.layers) for (k, n, e, f), calls in out.items() if calls > 0]
 
+    def forward_gemm_flops_per_token(self) -> float:
+        """FLOPs per token of the whole model's forward weight products (adapters left out): each token through the
+        projections and experts it visits and the LM head, as the model's own code multiplies."""
+        def per_token(part: Part) -> float:
+            return sum(g.flops.per_token for g in part.gemms if g.phase == "fwd" and not g.adapter)
+        return per_token(self.rest) + (self.layers - self.rest_layers) * per_token(self.layer)
+
     def total(self, attr: str, batch: int, seq: int) -> float:
         """A Poly attribute of the whole model at a micro-batch shape."""
         per = getattr(self.layer, attr).at(batch, seq)

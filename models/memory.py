@@ -308,7 +308,7 @@ def activation_bytes_per_token_layer(s: TrainSetup, eager_scores: bool) -> float
     total += 2.0 * h * (saves("q_proj") or saves("k_proj") or saves("v_proj"))
     total += 2.0 * h * (saves("gate_proj") or saves("up_proj"))
     if eager_scores:
-        total += 2.0 * (3 * hq) + 6.0 * heads * s.case.seq_len
+        total += 2.0 * (3 * hq) + EAGER_SCORE_SAVED_BYTES * heads * s.case.seq_len
     else:
         total += 2.0 * (2 * hq + 2 * kv) + 4.0 * heads
     total += 2.0 * hq * saves("o_proj")
@@ -333,7 +333,7 @@ def activation_bytes(s: TrainSetup) -> float:
         # checkpointed: each layer keeps its 16-bit input; one layer is rebuilt at a time in backward
         layer_part = layers * 2.0 * s.arch.hidden_size * s.tokens + rebuilt_layer_bytes(s)
     else:
-        layer_part = layers * activation_bytes_per_token_layer(s, eager_scores=not s.case.flash_attention) * s.tokens
+        layer_part = layers * activation_bytes_per_token_layer(s, eager_scores=s.eager_attention) * s.tokens
     head = (4.0 + 2.0) * s.arch.hidden_size * s.tokens  # final norm fp32 input + LM-head input
     return layer_part + head
 
@@ -367,7 +367,27 @@ def rebuilt_layer_bytes(s: TrainSetup) -> float:
     recomputation, and with a trace, whose backward peak holds the rebuilt layer itself)."""
     if s.trace is not None or not s.case.recompute:
         return 0.0
-    return activation_bytes_per_token_layer(s, eager_scores=not s.case.flash_attention) * s.tokens
+    return activation_bytes_per_token_layer(s, eager_scores=s.eager_attention) * s.tokens
+
+
+# Eager attention's s x s scores, bytes a score per head: autograd keeps the fp32 softmax output and its 16-bit copy
+# (6: the hand count's and every trace's saved s^2 term), and a layer's backward holds their gradients besides (16-bit
+# from the AV product, fp32 into and out of the softmax's backward: 10). Llama-3.2-1B and Qwen3-1.7B LoRA, 8,192
+# tokens, recomputation, one H200: 35.4 and 20.9 GiB at their peak, 16.1 and 16.5 bytes a score above the rest
+# (logs/h200-eager-anatomy-2026-11-29.jsonl); every trace had put the peak at the loss (16.0 and 18.8 predicted), its
+# lengths too short for the scores to pass it.
+EAGER_SCORE_SAVED_BYTES = 6.0
+EAGER_SCORE_GRAD_BYTES = 10.0
+
+
+def eager_scores_backward_bytes(s: TrainSetup) -> float:
+    """What one layer's eager-attention backward holds above the saved activations: the gradients of its scores and,
+    under recomputation with a trace (the hand count has them in ``rebuilt_layer_bytes``), the rebuilt layer's saved
+    scores. Every query head of an attention layer (GQA repeats k/v; sliding windows are masks on the whole square)."""
+    if not s.eager_attention:
+        return 0.0
+    per_score = EAGER_SCORE_GRAD_BYTES + (EAGER_SCORE_SAVED_BYTES if s.trace is not None and s.case.recompute else 0.0)
+    return per_score * s.case.micro_batch_size * s.arch.num_attention_heads * s.case.seq_len ** 2
 
 
 # transformers' causal-LM loss upcasts the logits: in forward the 16-bit logits and their fp32 copy (2 + 4 bytes per
@@ -376,6 +396,10 @@ def rebuilt_layer_bytes(s: TrainSetup) -> float:
 # Granite-3 on one H100 measured above the end of forward (8.0 each), where some traces see less
 LOSS_FORWARD_BYTES_PER_VOCAB = 6.0
 LOSS_BACKWARD_BYTES_PER_VOCAB = 8.0
+# of which forward keeps the fp32 log-probabilities for the loss's backward (the rest are transients): Qwen3-1.7B LoRA
+# with eager attention at 8,192 tokens peaked in a layer's backward at 20.9 GiB, its trace's saved activations less
+# these (4.6 GiB) plus the scores' backward (logs/h200-eager-anatomy-2026-11-29.jsonl)
+LOSS_SAVED_BYTES_PER_VOCAB = 4.0
 
 
 def transient_bytes(s: TrainSetup, eff: Efficiencies) -> float:
@@ -424,11 +448,14 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     # recomputation the hand count's rebuilt layer and the logits never coexist (Llama-2-7B, ZeRO-3, recomputation,
     # mb 32 x 2k on one H100: 54.4 GiB measured, 66.2 predicted with both, 55.3 with the larger)
     rebuilt = rebuilt_layer_bytes(s)
-    overlap = min(rebuilt, logits)
-    if rebuilt <= logits:
-        act -= overlap
+    layer_extra = eager_scores_backward_bytes(s)
+    # a trace's saved activations include what forward kept for the loss's backward, also gone by a layer's backward
+    loss_kept = min(LOSS_SAVED_BYTES_PER_VOCAB * s.arch.vocab_size * s.tokens, act) if s.trace is not None and layer_extra else 0.0
+    if rebuilt + layer_extra - loss_kept >= logits:  # a layer's backward is the peak: the loss's buffers are gone by then
+        act -= loss_kept
+        logits = layer_extra
     else:
-        logits -= overlap
+        act -= rebuilt
     # from forward to backward the weights include what ZeRO-3 cannot release (the gathered parameters saved views hold)
     held = st.weights + st.autocast_cache + zero3_retained_param_bytes(s)
     start = held + st.grads_kept + act + logits

@@ -208,10 +208,13 @@ def _llama_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Oper
     else:
         ge = gemm_efficiency(T * a.num_experts_per_tok / a.num_local_experts, eff)
         scores = case.micro_batch_size * a.num_attention_heads * case.seq_len**2
-        t_att = att / (c.matmul_flops * ge)
-        ops.append(Operator("attention QKᵀ, AV (eager)", "attention", att, qkvo + 4.0 * scores, t_att, backward_s=2.0 * t_att))
-        ops.append(Operator("softmax, mask (eager scores)", "elementwise", 5.0 * scores, 14.0 * scores, 14.0 * scores / bw,
-                            backward_s=2.0 * 14.0 * scores / bw))
+        # the score products are bound by their FLOPs or by the scores they write and read, as a trace prices them
+        t_att = max(att / (c.matmul_flops * ge), EAGER_PRODUCT_BYTES_FWD * scores / bw)
+        t_att_b = max(2.0 * att / (c.matmul_flops * ge), EAGER_PRODUCT_BYTES_BWD * scores / bw)
+        ops.append(Operator("attention QKᵀ, AV (eager)", "attention", att, qkvo + EAGER_PRODUCT_BYTES_FWD * scores, t_att,
+                            backward_s=t_att_b))
+        ops.append(Operator("softmax, mask (eager scores)", "elementwise", 5.0 * scores, EAGER_SCORE_BYTES_FWD * scores,
+                            EAGER_SCORE_BYTES_FWD * scores / bw, backward_s=EAGER_SCORE_BYTES_BWD * scores / bw))
     ew_bytes = elementwise_bytes_per_token_layer(s) * T
     i = a.intermediate_size * a.num_experts_per_tok
     ew_flops = T * (2 * 4.0 * a.hidden_size + 3.0 * (hq + kv) + 2 * 1.0 * a.hidden_size + 5.0 * i)
@@ -230,3 +233,12 @@ def _llama_operators(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> list[Oper
 
 
 ATTENTION_BACKWARD = 2.5
+# Eager attention's memory traffic a score per head, as the trace of transformers' ``eager_attention_forward`` counts it
+# (Llama-3.2-1B, Llama-2-7B, Qwen3-1.7B alike): the products write and read the 16-bit scores (4 B forward, 8 backward);
+# scaling, the mask, the fp32 softmax and its cast move 32 B forward and 28 backward. The hand count had 14 and 28 and
+# priced the products by their FLOPs alone: Llama-3.2-1B LoRA at 8,192 tokens with recomputation ran its eager step in
+# 1.54 s on one H200, 0.85 predicted (logs/h200-eager-anatomy-2026-11-29.jsonl).
+EAGER_PRODUCT_BYTES_FWD = 4.0
+EAGER_PRODUCT_BYTES_BWD = 8.0
+EAGER_SCORE_BYTES_FWD = 32.0
+EAGER_SCORE_BYTES_BWD = 28.0

@@ -61,6 +61,12 @@ class TrainSetup:
                 and not self.case.zero_quantized_weights)
 
     @property
+    def eager_attention(self) -> bool:
+        """Does attention materialise its s x s scores: eager attention asked for, or a family whose code has no
+        fused path (its trace ran eager)?"""
+        return not self.case.flash_attention or (self.trace is not None and self.trace.attention_used == "eager")
+
+    @property
     def tokens(self) -> int:
         """Tokens in one micro-batch on one rank."""
         return self.case.micro_batch_size * self.case.seq_len

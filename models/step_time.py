@@ -84,8 +84,7 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     fwd = a.num_hidden_layers * sum(op.time_s for op in layer)
     bwd = a.num_hidden_layers * sum(op.backward_s for op in layer)
     quant_linears = _quantized_linears_per_layer(s) * (case.quantization != "none")
-    eager = not case.flash_attention or (s.trace is not None and s.trace.attention_used == "eager")
-    hand_layer = KERNELS_PER_LAYER_FWD + (KERNELS_EAGER_ATTENTION if eager else 0)
+    hand_layer = KERNELS_PER_LAYER_FWD + (KERNELS_EAGER_ATTENTION if s.eager_attention else 0)
     extra_fwd = extra_bwd = extra_head_fwd = extra_head_bwd = 0.0
     if s.trace is not None:
         # CPU time: a Llama layer's kernels at the fitted per-Llama-kernel cost (kernel_time_s, its modules' Python
@@ -386,8 +385,11 @@ def model_flops_per_step(s: TrainSetup) -> float:
     a, case = s.arch, s.case
     # the embedding only looks up (a tied one still multiplies as the LM head); a token multiplies only the experts
     # routed to it (top-k of them): the others' weights count no FLOPs (MoE MFU from all experts passed 75%)
-    idle_experts = a.num_hidden_layers * sum(lin.params * (1 - lin.tokens_fraction) for lin in linears(a))
-    n_mult = s.params.total - (0 if a.tie_word_embeddings else s.params.embedding) - idle_experts
+    if s.trace is not None:  # what its own code multiplies: latent attention's and shared experts' products included
+        n_mult = s.trace.forward_gemm_flops_per_token() / 2.0
+    else:
+        idle_experts = a.num_hidden_layers * sum(lin.params * (1 - lin.tokens_fraction) for lin in linears(a))
+        n_mult = s.params.total - (0 if a.tie_word_embeddings else s.params.embedding) - idle_experts
     per_token = (6.0 if case.method == "full" and case.quantization == "none" else 4.0) * n_mult
     per_token += 12.0 * a.num_hidden_layers * a.num_attention_heads * a.head_size * case.seq_len
     return per_token * case.micro_batch_size * case.seq_len * case.grad_accum

@@ -1900,7 +1900,30 @@ def _param_offload_pinned(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-param-offload-pinned": lambda: _param_offload_pinned("h200x1", "h200pp"),
+def _eager_long(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, seventeenth): eager attention at 4-8k tokens after its scores' backward entered the memory
+    model and the hand count took the trace's bytes a score (``models.memory.eager_scores_backward_bytes``,
+    ``models.operators.EAGER_SCORE_BYTES_FWD``), both set from two runs: the catalog's hand-counted Llama-3.2-3B,
+    TinyLlama and Llama-2-7B, and traced families with soft-capping (Gemma-2), fused projections (Phi-3) and q/k norms
+    (OLMo-2); PyTorch and DeepSpeed, LoRA and full, with and without recomputation. Stored before they run."""
+    c = _family_case(hw, prefix)
+    eager = {"flash_attention": False, "_steps": 3, "_warmup": 1, "_timeout_s": 150}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    return [
+        _case(hw, f"{prefix}-l3b-lora-rc-s8k", "llama3.2-3b", "finetune", gpus=1, method="lora", recompute=True,
+              seq_len=8192, **pt, **eager),
+        _case(hw, f"{prefix}-tiny-full-z2-mb2-s2k", "tinyllama-1.1b", "pretrain", gpus=1, zero_stage=2, micro_batch_size=2,
+              seq_len=2048, **ds, **eager),
+        _case(hw, f"{prefix}-7b-lora-rc-mb2-s4k", "llama2-7b", "finetune", gpus=1, method="lora", recompute=True,
+              micro_batch_size=2, seq_len=4096, **pt, **eager),
+        c("g2-lora-rc-s8k", "g2", "finetune", method="lora", recompute=True, seq_len=8192, **pt, **eager),
+        c("phi-lora-rc-s4k", "phi", "finetune", method="lora", recompute=True, micro_batch_size=2, seq_len=4096, **pt, **eager),
+        c("olmo2-full-s4k", "olmo2", "pretrain", seq_len=4096, **pt, **eager),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-eager-long": lambda: _eager_long("h200x1", "h200el"),
+                         "h200-param-offload-pinned": lambda: _param_offload_pinned("h200x1", "h200pp"),
                          "h200-zero3-offload-small": lambda: _zero3_offload_small("h200x1", "h200z3s"),
                          "h200-zero3-offload-copies": lambda: _zero3_offload_copies("h200x1", "h200z3c"),
                          "h200-zero2-offload-accum-3": lambda: _zero2_offload_accum_3("h200x1", "h200z2c"),
