@@ -1922,7 +1922,25 @@ def _eager_long(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-eager-long": lambda: _eager_long("h200x1", "h200el"),
+def _eager_long_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, seventeenth, after ``h200-eager-long``): eager attention's scores under the other code
+    paths: QLoRA's bitsandbytes base, DeepSpeed ZeRO-2 and ZeRO-3 with adapters, the catalog's Llama-3-8B and Mistral-7B
+    hand-counted, Gemma-2-9B's soft-capping; 4-8k tokens with recomputation. Stored before they run."""
+    c = _family_case(hw, prefix)
+    eager = {"flash_attention": False, "recompute": True, "_steps": 3, "_warmup": 1, "_timeout_s": 150}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    return [
+        c("q8-qlora-s8k", "q8", "finetune", method="qlora", quantization="nf4", seq_len=8192, **pt, **eager),
+        c("q4-lora-z3-s4k", "q4", "finetune", method="lora", zero_stage=3, seq_len=4096, **ds, **eager),
+        _case(hw, f"{prefix}-l3-8b-lora-s4k", "llama3-8b", "finetune", gpus=1, method="lora", seq_len=4096, **pt, **eager),
+        _case(hw, f"{prefix}-m7b-qlora-s8k", "mistral-7b", "finetune", gpus=1, method="qlora", quantization="nf4",
+              seq_len=8192, **pt, **eager),
+        c("g9-lora-z2-s4k", "g9", "finetune", method="lora", zero_stage=2, seq_len=4096, **ds, **eager),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-eager-long-2": lambda: _eager_long_2("h200x1", "h200el2"),
+                         "h200-eager-long": lambda: _eager_long("h200x1", "h200el"),
                          "h200-param-offload-pinned": lambda: _param_offload_pinned("h200x1", "h200pp"),
                          "h200-zero3-offload-small": lambda: _zero3_offload_small("h200x1", "h200z3s"),
                          "h200-zero3-offload-copies": lambda: _zero3_offload_copies("h200x1", "h200z3c"),
