@@ -26,7 +26,6 @@ PROFILE_PEAK_FACTOR = 2.0  # a probe can beat a conservative datasheet figure, n
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "measurements" / "profiles"
 
 _ADAPTER: TypeAdapter = TypeAdapter(Case)
-_FIELDS = sorted(set(TrainCase.model_fields) | set(ServeCase.model_fields))
 # pydantic error types that mean "the file is malformed" rather than "this value is not supported"
 _MALFORMED_SUFFIXES = ("_type", "_parsing")
 
@@ -35,10 +34,37 @@ class MalformedFile(ValueError):
     """The file is not JSON lines of case objects; the message names line and field."""
 
 
+_TAGS = ("pretrain", "finetune", "serve", "TrainCase", "ServeCase")
+# what a field of two JSON types takes, in words: pydantic names the union member it tried (``list[constrained-str]``)
+_TAKES = {"lora_targets": 'a list of module names (["q_proj", "v_proj"], …) or "all-linear"'}
+
+
 def _field(err: dict[str, Any]) -> str:
-    loc = [str(x) for x in err["loc"]
-           if x not in ("pretrain", "finetune", "serve", "TrainCase", "ServeCase", "str", "dict[str,any]")]
+    """The field a pydantic error is about, as the case names it: without the task's tag and without the union member
+    pydantic tried (``list[constrained-str]``, ``literal['all-linear']``, ``str``), which no user wrote."""
+    loc = [str(x) for x in err["loc"] if x not in _TAGS and not _union_member(x)]
     return ".".join(loc) or "case"
+
+
+def _union_member(part: Any) -> bool:
+    return isinstance(part, str) and ("[" in part or part in ("str", "int", "float", "bool", "none", "constrained-str"))
+
+
+def _task_of(err: dict[str, Any]) -> str | None:
+    tag = err["loc"][0] if err["loc"] else None
+    return tag if tag in ("pretrain", "finetune", "serve") else None
+
+
+def _unknown_field(field: str, task: str | None) -> str:
+    """An unknown field, or one of the other kind of case: a training field on a serving case is not unknown, it does
+    not apply there (and ``micro_batch_size`` is not the closest name to itself)."""
+    own, other, kind = (ServeCase, TrainCase, "training") if task == "serve" else (TrainCase, ServeCase, "serving")
+    close = ", ".join(difflib.get_close_matches(field, [f for f in own.model_fields if f != "task"], n=3, cutoff=0.5))
+    if task and field in other.model_fields:
+        mine = "serving" if kind == "training" else "training"
+        hint = f"; {mine} fields close to it: {close}" if close else ""
+        return f"field {field!r} is a {kind} field: it does not apply to task {task!r}{hint}"
+    return f"unknown field {field!r}" + (f"; closest: {close}" if close else "")
 
 
 def validation_message(e: ValidationError) -> str:
@@ -46,9 +72,7 @@ def validation_message(e: ValidationError) -> str:
     err = e.errors()[0]
     field = _field(err)
     if err["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(field, _FIELDS, n=3, cutoff=0.5)
-        hint = f"; closest: {', '.join(close)}" if close else ""
-        return f"unknown field {field!r}{hint}"
+        return _unknown_field(field, _task_of(err))
     if err["type"] == "union_tag_invalid":
         tag = err.get("ctx", {}).get("tag", err["input"])
         return f"task: {_short(tag)} is not one of 'pretrain', 'finetune', 'serve'"
@@ -89,7 +113,10 @@ def parse_case(obj: dict[str, Any]) -> TrainCase | ServeCase:
     except ValidationError as e:
         err = e.errors()[0]
         if err["type"].endswith(_MALFORMED_SUFFIXES) or _wrong_literal_type(err):
-            raise MalformedFile(f"field {_field(err)!r}: {err['msg']} (got {_short(err.get('input'))})") from None
+            field = _field(err)
+            if field in _TAKES:
+                raise MalformedFile(f"field {field!r}: must be {_TAKES[field]} (got {_short(err.get('input'))})") from None
+            raise MalformedFile(f"field {field!r}: {err['msg']} (got {_short(err.get('input'))})") from None
         raise AdvisorError(validation_message(e)) from None
 
 

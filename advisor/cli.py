@@ -33,7 +33,7 @@ class OneLineErrors(TyperGroup):
             names = sorted(getattr(getattr(e, "ctx", None) and e.ctx.command, "commands", None) or {})
             if names and e.format_message().startswith(("Missing command", "No such command")):
                 got += f" (one of: {', '.join(names)})"
-            message = one_line(e.format_message()).replace("Value error, ", "")
+            message = _finite(one_line(e.format_message()).replace("Value error, ", ""), got)
             if got and got[len(" (got "):-1] in message:
                 got = ""  # the message quotes the value already
             click.echo(f"error: {where}{message}{got}{_did_you_mean(e.format_message())}", err=True)
@@ -72,6 +72,20 @@ def _did_you_mean(message: str) -> str:
     given = m[1].strip().lower()
     close = [c for c in choices if given.startswith(c) or c.startswith(given)] or difflib.get_close_matches(given, choices, 1, 0.6)
     return f" (did you mean {close[0]!r}?)" if close and given else ""
+
+
+def _finite(message: str, got: str) -> str:
+    """A float option given NaN or infinity fails its bound check ("should be ≤ 1048576"), which says nothing of
+    why: say it must be a finite number. (An integer option's "not a valid integer" already says what it takes.)"""
+    import math
+
+    try:
+        value = float(got[len(" (got '"):-2]) if got else 0.0
+    except ValueError:
+        return message
+    if math.isfinite(value) or "integer" in message or "Invalid value for " not in message:
+        return message
+    return message.split("': ", 1)[0] + "': must be a finite number"
 
 
 def _given(e: Exception, args: list[str]) -> str:

@@ -129,7 +129,7 @@ def accelerate_config(case: TrainCase, gpus: int, config_path: Path | str, nodes
 def write_configs(config_path: Path, cfg: dict, case: TrainCase, gpus: int, nodes: int = 1) -> dict[str, Path]:
     """Write the plain DeepSpeed JSON (explicit numbers, for ``deepspeed train.py``), the Hugging Face Trainer's
     (``ds_config_hf.json``: what the Trainer sets is "auto") and the accelerate config (pointing at the plain
-    one), atomically. Returns their paths by kind."""
+    one), atomically; one node: without the hostfile an earlier several-node run left there. Returns their paths by kind."""
     from knowledge.store import atomic_write_json, atomic_write_text
     from models.deepspeed_config import hf_trainer_config
 
@@ -138,6 +138,10 @@ def write_configs(config_path: Path, cfg: dict, case: TrainCase, gpus: int, node
     atomic_write_json(paths["deepspeed"], cfg)
     atomic_write_json(paths["hf_trainer"], hf_trainer_config(cfg))
     atomic_write_text(paths["accelerate"], accelerate_config(case, gpus, config_path, nodes))
+    if nodes == 1:  # after the new configs are whole: an earlier several-node run's hostfile would contradict them
+        from advisor.multinode import remove_stale_launch_files
+
+        remove_stale_launch_files(Path(config_path).parent)
     return paths
 
 

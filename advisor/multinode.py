@@ -106,3 +106,29 @@ def write_launch_files(out_dir: Path, nodes: int, per_node: int, env: dict[str, 
         paths["deepspeed_env"] = out_dir / ".deepspeed_env"
         atomic_write_text(paths["deepspeed_env"], env_file_text(env))
     return paths
+
+
+def remove_stale_launch_files(out_dir: Path) -> list[Path]:
+    """Remove the hostfile (and ``.deepspeed_env``) an earlier several-node run wrote into ``out_dir``: beside a
+    single-node config they would describe another job. Only a hostfile exactly as we write it goes: one the user
+    wrote, or ours with their host names put in, stays, and ``.deepspeed_env`` goes only with ours. Each removal is
+    one unlink, so a file is either there whole or gone. Returns what was removed."""
+    from knowledge.store import read_bounded_text
+
+    hostfile, env = out_dir / "hostfile", out_dir / ".deepspeed_env"
+    try:
+        text = read_bounded_text(hostfile, 1 << 20, "hostfile")
+        hosts = parse_hostfile(text)
+    except (ValueError, OSError):  # none there, unreadable or not a hostfile: nothing of ours to judge
+        return []
+    slots = set(hosts.values())
+    if len(slots) != 1 or text != hostfile_text(len(hosts), slots.pop()):
+        return []
+    removed = []
+    for path in (hostfile, env):
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed

@@ -27,6 +27,12 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def fail_input(error: Exception) -> NoReturn:
+    """``fail`` for bad input (an AdvisorError): exit 2 where it says the input was malformed (its ``exit_code``: a
+    platform file or config.json that is not JSON or has a field of the wrong JSON type), else 1."""
+    fail(str(error), code=getattr(error, "exit_code", 1))
+
+
 def check_writable(path, flag: str, *, folder: bool = False) -> None:
     """Exit 2 in one line, before any work, when ``path`` (a file, or with ``folder`` a directory to
     create files in) cannot be written: it is a directory (a file for ``folder``), an ancestor is a

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.table import Table
 
 from advisor.output import console, print_hanging
+from advisor.tables import with_error
 from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
 from knowledge.schema import FORMAT_BITS, Profile
 from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
@@ -29,18 +30,20 @@ def _short(p) -> str:
     return f"{top} {parts[top] / p.decode_step_s:.0%}"
 
 
-def _rel_error(p) -> float | None:
-    """The prediction's throughput interval as a relative error (it applies to the deployment's figure too)."""
+def _rel_range(p) -> tuple[float, float] | None:
+    """The prediction's throughput interval as relative errors below and above the value (they apply to the
+    deployment's figure too)."""
     iv = (getattr(p, "interval", None) or {}).get("e2e_output_tokens_per_s")
     v = p.e2e_output_tokens_per_s
     if not iv or not v:
         return None
-    return max(v - iv[0], iv[1] - v) / v
+    return (v - iv[0]) / v, (iv[1] - v) / v
 
 
 def _row(rank: int, pt: Point) -> dict:
     c, p = pt.config, pt.prediction
     kv_tokens = getattr(p, "kv_cache_tokens", None)
+    rel = _rel_range(p)
     return {
         "rank": rank,
         "configuration": {"tensor_parallel": c.tensor_parallel, "replicas": c.replicas, "gpus": c.gpus,
@@ -49,7 +52,7 @@ def _row(rank: int, pt: Point) -> dict:
                           "batch_size": c.batch_size},
         "e2e_output_tokens_per_s": pt.tokens_per_s, "ttft_s": pt.ttft_s, "tpot_s": pt.tpot_s,
         "decode_step_s": p.decode_step_s, "prefill_s": p.prefill_s, "peak_mem_gib": pt.peak_mem_gib, "fits": pt.fits,
-        "kv_cache_tokens": kv_tokens, "rel_error": _rel_error(p), "why_short": _short(p),
+        "kv_cache_tokens": kv_tokens, "rel_error": max(rel) if rel else None, "rel_error_range": rel, "why_short": _short(p),
         "why": f"{c.describe()}: {pt.tokens_per_s:,.0f} output tok/s over {c.gpus} GPU(s), {pt.peak_mem_gib:.1f} GiB/GPU"
                + (f"; decode time mostly {_short(p)}" if _short(p) else ""),
         "load": pt.load,
@@ -131,7 +134,7 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
         t.add_column(col, justify=just, no_wrap=col != "why")
     for r in rec["recommendations"]:
         c = r["configuration"]
-        tps = f"{r['e2e_output_tokens_per_s']:,.0f}" + (f" ±{r['rel_error']:.0%}" if r["rel_error"] else "")
+        tps = with_error(r["e2e_output_tokens_per_s"], r.get("rel_error_range"), wrap=not wide)
         cells = [str(r["rank"]), f"{c['tensor_parallel']}x{c['replicas']}", c["weight_format"], c["kv_cache_dtype"],
                  str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
         t.add_row(*cells, *([r["why"]] if wide else []))
@@ -192,8 +195,9 @@ def recommend_serve(hardware: str, model: str | dict, profile: Profile | None, *
                     output_len: int, engine: str = "vllm", weight_formats: tuple[str, ...] | None = None,
                     max_tpot_ms: float | None = None, max_ttft_ms: float | None = None, requests: int | None = None,
                     rate_per_s: float | None = None, gpus: int | None = None, as_json: bool = False, wide: bool = False,
-                    out_dir: Path | None = None) -> None:
-    """The CLI's serving answer: compute, print, and with ``out_dir`` write serve.sh and serve.json."""
+                    out_dir: Path | None = None) -> dict:
+    """The CLI's serving answer: compute, print, and with ``out_dir`` write serve.sh and serve.json. Returns the
+    recommendation (``serve_recommendation``'s dict)."""
     rec = serve_recommendation(hardware, model, profile, prompt_len=prompt_len, output_len=output_len, engine=engine,
                                gpus=gpus, weight_formats=weight_formats, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
                                requests=requests, rate_per_s=rate_per_s, top=top)
@@ -201,3 +205,4 @@ def recommend_serve(hardware: str, model: str | dict, profile: Profile | None, *
     print_serve(rec, wide=wide, as_json=as_json)
     if written and not as_json:
         console.print(f"wrote {', '.join(str(p) for p in written)}", highlight=False, soft_wrap=True)
+    return rec

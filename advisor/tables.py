@@ -10,6 +10,29 @@ from advisor.output import console
 from knowledge.schema import ErrorLine, ServePrediction, TrainPrediction
 
 
+SYMMETRIC_WITHIN = 2  # percentage points: bounds this close to equal read as one "±"
+
+
+def error_bar(below: float, above: float) -> str:
+    """' ±24%' for an interval about as far below the value as above it, else ' −50/+99%'. ``below`` and ``above`` are
+    fractions of the value. A held-out error applied as a factor (value / 2 .. value x 2) is lopsided, and "±99%"
+    would claim the run may reach 1% of the prediction when the floor is half of it."""
+    lo, hi = round(below * 100), round(above * 100)
+    if abs(lo - hi) <= SYMMETRIC_WITHIN:
+        return f" ±{max(lo, hi)}%"
+    return f" −{lo}/+{hi}%"
+
+
+def with_error(value: float, rel: tuple[float, float] | None, wrap: bool = False) -> str:
+    """'13,309 ±24%', or '14,286 −50/+99%' (``wrap``: the lopsided bar on a line of its own, so an 80-column table
+    keeps the width of '±'); just the value without ``rel``, the error (below, above) as fractions of it."""
+    text = f"{value:,.0f}"
+    if rel is None:
+        return text
+    bar = error_bar(*rel)
+    return text + ("\n" + bar.lstrip() if wrap and "±" not in bar else bar)
+
+
 def _fits(ok: bool) -> str:
     return "[green]yes[/]" if ok else "[red]no[/]"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -25,6 +26,46 @@ MAX_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few kB
 # shapes give 8 to 16 vCPUs and at least twice the GPUs' memory in RAM per GPU.
 DEFAULT_CORES_PER_GPU = 8
 DEFAULT_RAM_PER_GPU_MEMORY = 2.0
+
+
+class MalformedInput(AdvisorError):
+    """A user's file that is not what it must be: not JSON, not an object, a field of the wrong JSON type (a platform
+    file, a model's config.json). The README's exit 2 for a malformed file, where an unsupported value exits 1."""
+
+    exit_code = 2
+
+
+# pydantic error types that mean the JSON type was wrong (``"4"``, ``4.5`` or ``true`` for an integer, NaN), not the value
+_MALFORMED_SUFFIXES = ("_type", "_parsing")
+
+
+def is_malformed(err: dict[str, Any]) -> bool:
+    """Whether one pydantic error says the input had the wrong JSON type (exit 2) rather than an unsupported value."""
+    if err["type"].endswith(_MALFORMED_SUFFIXES) or err["type"] == "finite_number":
+        return True
+    # a choice of strings given a number, a list or null (``"interconnect": 5``)
+    return err["type"] == "literal_error" and not isinstance(err.get("input"), str)
+
+
+def validation_text(err: dict[str, Any]) -> str:
+    """``field: message (got value)`` for one pydantic error, without pydantic's ``Value error, `` prefix; a whole-object
+    check has no field and its input is the whole object: just its message (``num_attention_heads=32 is not …``)."""
+    loc = ".".join(str(x) for x in err["loc"])
+    msg = err["msg"].replace("\n", " ").removeprefix("Value error, ")
+    return f"{loc}: {msg} (got {_short(err.get('input'))})" if loc else msg
+
+
+def closest_unknown(kind: str, value: str, valid: list[str], listed: list[str] | None = None) -> AdvisorError:
+    """``unknown`` with the names that hold ``value`` whole as well as the look-alikes: ``8b`` is llama3-8b's size, which
+    no edit distance ranks above ``7b``. Nothing close: ``listed`` (default ``valid``) as examples."""
+    given = str(value).strip().lower()
+    names = sorted(set(valid))
+    holding = [n for n in names if given and given != n and given in re.split(r"[-_/]", n)]
+    alike = difflib.get_close_matches(given, names, n=3, cutoff=0.5)
+    close = list(dict.fromkeys(holding[:3] + alike))[:4]
+    if not close:
+        return unknown(kind, value, listed or names)
+    return AdvisorError(f"unknown {kind} {value!r}; closest: {', '.join(close)}")
 
 
 def _load_dir(sub: str, cls):
@@ -78,7 +119,7 @@ def hub_ids() -> dict[str, ModelArch]:
 def resolve_gpu(name: str) -> GPUSpec:
     g = gpus().get(name.lower())
     if g is None:
-        raise unknown("GPU", name, gpus().keys())
+        raise closest_unknown("GPU", name, list(gpus()))
     return g
 
 
@@ -163,10 +204,10 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
     m = _PLATFORM_RE.match(hw)
     if not m:
         examples = [f"{g}x8" for g in sorted({g.id for g in gpus().values()})]
-        raise unknown("hardware", hardware, list(named_platforms()) + examples)
+        raise closest_unknown("hardware", hardware, _platform_ids(hw), list(named_platforms()) + examples)
     gpu_name, count, variant = m["gpu"], int(m["count"]), m["variant"]
     if gpu_name not in gpus():
-        raise unknown("GPU", gpu_name, gpus().keys())
+        raise closest_unknown("GPU", gpu_name, list(gpus()))
     if count < 1 or count > 1024:
         raise AdvisorError(f"hardware {hardware!r}: GPU count {count} is out of range 1..1024")
     gpu = gpus()[gpu_name]
@@ -185,6 +226,17 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
     return PlatformSpec(
         id=hw, gpu=gpu, count=count, interconnect=interconnect, link_gbs=link_gbs(gpu, interconnect), host=host, notes=notes
     )
+
+
+def _platform_ids(hw: str) -> list[str]:
+    """Ids to suggest for an id that does not parse: the named platforms, and every GPU at the count ``hw`` gives (8
+    where it gives none) with each link it may have, so ``a100x8-nvlnk`` is told ``a100x8-nvlink``."""
+    given = re.search(r"x([0-9]{1,4})(?:-[a-z0-9]*)?$", hw)
+    count = given[1] if given else "8"
+    ids = list(named_platforms())
+    for g in {g.id: g for g in gpus().values()}.values():
+        ids += [f"{g.id}x{count}", f"{g.id}x{count}-pcie"] + ([f"{g.id}x{count}-nvlink"] if g.nvlink_kind != "none" else [])
+    return ids
 
 
 def _check_gpus(gpus_used: int | None, count: int, nodes: int, name: str) -> None:
@@ -404,11 +456,11 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
         except InputFileError as e:
             raise AdvisorError(str(e)) from None
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-            raise AdvisorError(f"model config {str(cfg_path)!r} is not valid JSON: {str(e).splitlines()[0]}") from None
+            raise MalformedInput(f"model config {str(cfg_path)!r} is not valid JSON: {str(e).splitlines()[0]}") from None
         except (OSError, ValueError) as e:  # a directory, no permission, a NUL byte, a name too long
             raise AdvisorError(f"model config {str(cfg_path)!r} cannot be read: {str(e).splitlines()[0]}") from None
         if not isinstance(cfg, dict):
-            raise AdvisorError(f"model config {str(cfg_path)!r} is not a JSON object")
+            raise MalformedInput(f"model config {str(cfg_path)!r} is not a JSON object, got {type(cfg).__name__}")
         missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
         text = kept("language_model", cfg, lambda: language_model_config(cfg)) if missing else None
         if text is not None:  # a multimodal checkpoint: its language model is what trains and serves text
@@ -427,10 +479,11 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             return arch_from_hf_config(summary, name=str(cfg_path), hf_config=named)
         except ValidationError as e:
             err = e.errors()[0]
-            raise AdvisorError(f"model config {str(cfg_path)!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            error = MalformedInput if is_malformed(err) else AdvisorError
+            raise error(f"model config {str(cfg_path)!r}: {validation_text(err)}") from None
     from knowledge.hub import HUB_ID_RE, hub_model
 
     if HUB_ID_RE.match(model.strip()):
         known = hub_ids().get(model.strip().lower())
         return known if known else hub_model(model.strip())
-    raise unknown("model", model, models().keys())
+    raise closest_unknown("model", model, list(models()))

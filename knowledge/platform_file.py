@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from knowledge.catalog import MalformedInput, is_malformed
 from knowledge.errors import AdvisorError
 from knowledge.schema import GPUSpec, PlatformSpec
 
@@ -33,18 +34,26 @@ def _printable(text: str) -> str:
 
 
 INTERCONNECTS = ("nvlink", "nvswitch", "nvlink-pairs", "pcie", "pcie-no-p2p", "single")
+# what a key of the wrong JSON type should have been, for its one-line error
+_EXPECTED = {
+    "count": "an integer (GPUs in the server, 1-1024)", "cpu_cores": "an integer", "host_ram_gib": "a finite number (GiB)",
+    "swap_gib": "a finite number (GiB)", "gpu": "a catalog GPU id or a GPU spec object",
+    "interconnect": f"one of {', '.join(INTERCONNECTS)}", "id": "a string",
+    "platform": "a string (a catalog platform id or another platform file)", "notes": "a string",
+}
 
 
 class PlatformFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict, as JSON types are: "2", 2.5 and true are not a GPU count, "64" is not GiB (lax pydantic took true for 1)
+    model_config = ConfigDict(extra="forbid", strict=True)
     id: str | None = None
     platform: str | None = None
     gpu: str | dict[str, Any] | None = None
     count: int | None = Field(default=None, ge=1, le=1024)
     interconnect: Literal["nvlink", "nvswitch", "nvlink-pairs", "pcie", "pcie-no-p2p", "single"] | None = None
-    host_ram_gib: float | None = Field(default=None, gt=0, le=1 << 20)
+    host_ram_gib: float | None = Field(default=None, gt=0, le=1 << 20, allow_inf_nan=False)
     cpu_cores: int | None = Field(default=None, ge=1, le=1 << 16)
-    swap_gib: float | None = Field(default=None, ge=0, le=1 << 20)
+    swap_gib: float | None = Field(default=None, ge=0, le=1 << 20, allow_inf_nan=False)
     notes: str = ""
 
 
@@ -70,9 +79,9 @@ def _read(spec: str) -> tuple[dict[str, Any], str, str | None]:
     try:
         obj = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as e:
-        raise AdvisorError(f"{where} is not valid JSON: {str(e).splitlines()[0]}") from None
+        raise MalformedInput(f"{where} is not valid JSON: {str(e).splitlines()[0]}") from None
     if not isinstance(obj, dict):
-        raise AdvisorError(f"{where} must be a JSON object, got {type(obj).__name__}")
+        raise MalformedInput(f"{where} must be a JSON object, got {type(obj).__name__}")
     return obj, where, default_id
 
 
@@ -83,7 +92,10 @@ def _gpu(value: str | dict[str, Any], where: str) -> GPUSpec:
         return resolve_gpu(value)
     fields = dict(value)
     like = fields.pop("like", None)
-    base: dict[str, Any] = resolve_gpu(str(like)).model_dump() if like else {}
+    if like is not None and not isinstance(like, str):
+        raise MalformedInput(f"{where}: gpu.like must be a catalog GPU id (a string such as \"rtx4090\"), "
+                             f"got {json.dumps(like, ensure_ascii=True)[:60]}")
+    base: dict[str, Any] = resolve_gpu(like).model_dump() if like else {}
     if like:
         base["aliases"] = []
     merged = {**base, **fields}
@@ -97,14 +109,22 @@ def _gpu(value: str | dict[str, Any], where: str) -> GPUSpec:
             sources[k] = where
     merged["sources"] = sources
     try:
-        gpu = GPUSpec.model_validate(merged)
+        gpu = GPUSpec.model_validate(merged, strict=True)  # "memory_gib": "48" is a malformed file, not 48 GiB
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(map(str, err["loc"])) or "gpu"
         missing = [k for k, f in GPUSpec.model_fields.items() if f.is_required() and k not in merged]
         hint = f" (a GPU spec needs {', '.join(missing)}; or start from a catalog GPU with \"like\": \"{sorted({g.id for g in gpus().values()})[0]}\")" if missing else ""
-        raise AdvisorError(f"{where}: gpu.{field}: {err['msg']}{hint}".replace("\n", " ")) from None
+        error = MalformedInput if is_malformed(err) else AdvisorError
+        raise error(f"{where}: gpu.{field}: {_message(err)}{hint}") from None
     return gpu
+
+
+def _message(err: dict[str, Any]) -> str:
+    """pydantic's message for one error as one line, with the value it got (a whole-object check has no one value)."""
+    msg = " ".join(err["msg"].removeprefix("Value error, ").split())
+    got = repr(err.get("input"))[:60]
+    return f"{msg} (got {got if got.isprintable() else ascii(got)})" if err["loc"] else msg
 
 
 def platform_from_spec(spec: str) -> PlatformSpec:
@@ -116,10 +136,13 @@ def platform_from_spec(spec: str) -> PlatformSpec:
         pf = PlatformFile.model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
-        field = ".".join(map(str, err["loc"])) or "platform"
+        field = str(err["loc"][0]) if err["loc"] else "platform"  # "gpu", not pydantic's "gpu.str" of the union
         if err["type"] == "extra_forbidden":
             raise AdvisorError(f"{where}: unknown key {field!r}; valid: {', '.join(PlatformFile.model_fields)}") from None
-        raise AdvisorError(f"{where}: {field}: {err['msg']} (got {err.get('input')!r})".replace("\n", " ")) from None
+        if is_malformed(err):
+            raise MalformedInput(f"{where}: {field}: must be {_EXPECTED.get(field, 'of another JSON type')}, "
+                                 f"got {json.dumps(err.get('input'), ensure_ascii=True)[:60]}") from None
+        raise AdvisorError(f"{where}: {field}: {_message(err)}") from None
     if pf.id is not None and not (pf.id.strip() and pf.id.isascii() and pf.id.isprintable() and len(pf.id) <= 200):
         raise AdvisorError(f"{where}: id must be 1-200 printable ASCII characters, got {_printable(pf.id[:60])}")
     base = None

@@ -156,7 +156,8 @@ def test_deterministic_across_runs(tmp_path):
 
 def test_nothing_fits_70b_pretrain_on_one_4090(tmp_path):
     r = recommend("--hardware", "rtx4090x1", "--task", "pretrain", "--model", "70b", "--json", "--out-dir", str(tmp_path))
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # README: exit 1 for a job predicted not to fit, its JSON still on stdout
+    assert r.stderr.startswith("error: nothing fits") and len(r.stderr.strip().splitlines()) == 1
     doc = json.loads(r.stdout)
     assert doc["nothing_fits"] is True
     assert doc["recommendations"] == []
@@ -170,7 +171,7 @@ def test_nothing_fits_suggests_what_would(tmp_path):
     # 7B full pre-training does not fit one RTX 4090 (its offload needs more host RAM than the default
     # 64 GiB host); more GPUs do, and every suggestion must itself fit
     r = recommend("--hardware", "rtx4090x1", "--task", "pretrain", "--model", "7b", "--json", "--out-dir", str(tmp_path))
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output
     doc = json.loads(r.stdout)
     assert doc["nothing_fits"] is True
     assert doc["would_fit"], "expected at least one suggestion"

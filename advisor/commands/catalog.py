@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from advisor.output import console, fail
+from advisor.output import console, fail, fail_input
 
 PLATFORM_FILE_EXAMPLE = '{"gpu": "rtx4090", "count": 2, "interconnect": "pcie", "host_ram_gib": 64, "cpu_cores": 16}'
 
@@ -83,7 +83,7 @@ def hardware(
         try:
             g = resolve_gpu(gpu)
         except AdvisorError as e:
-            fail(str(e))
+            fail_input(e)
         if as_json:
             print(g.model_dump_json(indent=2))
             return

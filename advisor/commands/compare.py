@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, fail
+from advisor.output import check_writable, console, fail, fail_input
 from knowledge.errors import AdvisorError
 from knowledge.store import atomic_write_bytes
 
@@ -137,7 +137,7 @@ def compare(
             model_arg = model
         m = serving_comparison(hardware, vs, model_arg, phase, batches, seqs, default_seqs=seq == DEFAULT_SEQ)
     except AdvisorError as e:
-        fail(str(e))
+        fail_input(e)
     except (ArithmeticError, ValueError) as e:  # sizes so extreme the arithmetic breaks
         fail(f"cannot compute this mesh ({type(e).__name__}: {str(e)[:120]})")
     ratio, bound, fits, beyond, seqs = m["ratio"], m["bound"], m["fits"], m["beyond"], m["seq_lens"]

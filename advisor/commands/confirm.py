@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, err_console, fail, print_hanging, warn
+from advisor.output import check_writable, console, err_console, fail, fail_input, print_hanging, warn
 
 
 
@@ -150,7 +150,7 @@ def confirm(
         check_plausible(parsed)
         pred = Predictor().predict(parsed)
     except AdvisorError as e:
-        fail(str(e))
+        fail_input(e)
     n = int(picked.get("gpus") or 1)
     if out is None:
         from knowledge.paths import user_measurements_dir

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, fail, print_hanging, warn
+from advisor.output import check_writable, console, fail, fail_input, print_hanging, warn
 
 
 def quiet_deepspeed_import():
@@ -73,6 +73,7 @@ def _choice(value: str, valid: tuple, flag: str) -> str:
 
 
 def deepspeed_config_cmd(
+    context: typer.Context,
     case: Optional[str] = typer.Option(None, "--case", help="A contract training case (inline JSON or a file)."),
     hardware: str = typer.Option("h100x1", "--hardware", "-H", help="Platform id or platform file (see `advisor hardware`)."),
     task: str = typer.Option("finetune", "--task", "-t", help="pretrain or finetune."),
@@ -136,6 +137,8 @@ def deepspeed_config_cmd(
             c = parse_case(fields)
         if not isinstance(c, TrainCase):
             fail(SERVE_MESSAGE, code=2)
+        if c.method == "full" and getattr(context.get_parameter_source("lora_rank"), "name", "") == "COMMANDLINE":
+            warn("--lora-rank does not apply to --method full (every weight trains, no adapter): ignored")
         if c.engine != "deepspeed":
             fail("engine 'pytorch' runs without DeepSpeed; there is no config to write")
         reason = invalid_reason(c.task, c.method, c.engine, c.zero_stage, c.offload, c.quantization)
@@ -152,14 +155,14 @@ def deepspeed_config_cmd(
     except MalformedFile as e:
         fail(str(e), code=2)
     except AdvisorError as e:
-        fail(str(e))
+        fail_input(e)
     check_writable(out, "--out")
     n = c.gpus or platform.count * c.nodes
     if not pred.fits:
         detail = pred.why_not_fits or f"needs {pred.peak_mem_gib:.1f} GiB per GPU, {platform.gpu.memory_gib:.1f} GiB on each {platform.gpu.id}"
         if not force:
-            fail(f"predicted not to fit on {platform.id}: {detail}; "
-                 "`advisor recommend` finds one that fits, --force writes this one anyway")
+            fail(f"predicted not to fit on {platform.id}: {detail}; {_what_fits(c, platform.id)}, "
+                 "--force writes this one anyway")
         warn(f"predicted not to fit ({detail}); written anyway because of --force")
     cfg = deepspeed_config(c, platform.gpu, n)
     problem = validate_with_deepspeed(cfg)
@@ -192,6 +195,27 @@ def deepspeed_config_cmd(
         console.print(f"    or: {hints.accelerate_line(c, platform, n, accel)}", highlight=False, soft_wrap=True)
     for line in hints.usage_lines(c, out, platform.gpu.supports_bf16):
         print_hanging(line)
+
+
+def _what_fits(c, platform_id: str) -> str:
+    """Where to turn instead, true of this job: `advisor recommend`'s answer, found by the same enumeration it falls
+    back on (``exhaustive_best``), or that nothing of the job fits. (Promising recommend "finds one that fits" when it
+    then said nothing fits sent users in a circle.)"""
+    from advisor.explain import describe
+    from advisor.search import SearchSpec, exhaustive_best
+    from knowledge.efficiency import load_efficiencies
+    from knowledge.errors import AdvisorError
+
+    spec = SearchSpec(hardware=c.hardware, model=c.model, task=c.task, gpus=c.gpus, seq_len=c.seq_len, lora_rank=c.lora_rank,
+                      nodes=c.nodes, network=c.network, inter_node_gbps=c.inter_node_gbps)
+    try:
+        best = exhaustive_best(spec, load_efficiencies())
+    except AdvisorError:  # the search cannot run this job: claim nothing about it
+        return "`advisor recommend` searches the other configurations of this job"
+    if best is None:
+        return (f"no configuration of this job is predicted to fit on {platform_id} "
+                "(`advisor recommend` names the leanest and what would fit)")
+    return f"`advisor recommend` for this job finds one that fits ({describe(best.case)})"
 
 
 def _zeropp_fields(text: str, per_node: int) -> dict:

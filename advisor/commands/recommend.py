@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import check_writable, console, fail, warn
+from advisor.output import check_writable, console, fail, fail_input, warn
 
 
 class Task(str, Enum):
@@ -51,6 +51,7 @@ def _model_arg(model: str) -> str | dict:
 
 
 def recommend(
+    context: typer.Context,
     hardware: str = typer.Option(..., "--hardware", "-H", help="Platform id: <gpu>x<count>[-pcie|-nvlink], e.g. rtx4090x8, a800x8, h100x1; or a platform file box.json (see `advisor hardware`)."),
     task: Task = typer.Option(..., "--task", "-t", help="pretrain, finetune or serve."),
     model: str = typer.Option(..., "--model", "-m", help="Catalog name (7b, llama3-8b, …; see `advisor models`), a hub id (Qwen/Qwen2.5-7B), a config.json path, or inline JSON."),
@@ -104,6 +105,7 @@ def recommend(
     if engine is not None and not engine.strip():
         fail("--engine '' names no engine: leave --engine out for the default, or name one "
              f"({'vllm, sglang, trtllm' if task == Task.serve else 'deepspeed, pytorch'})", code=2)
+    _note_ignored(context, task)
     if task == Task.serve:
         serve_engine, formats = _serve_choices(engine, weight_format)
     elif weight_format or rate is not None:
@@ -145,14 +147,20 @@ def recommend(
             if out_dir is not None:
                 check_writable(out_dir, "--out-dir", folder=True)
                 check_writable(out_dir / "serve.sh", "--out-dir")
-            recommend_serve(hardware, arch_model, prof, top=top, prompt_len=prompt_len, output_len=output_len,
-                            engine=serve_engine, weight_formats=formats, max_tpot_ms=max_tpot_ms, max_ttft_ms=max_ttft_ms,
-                            requests=requests, rate_per_s=rate, gpus=gpus, as_json=as_json, wide=wide, out_dir=out_dir)
+            rec = recommend_serve(hardware, arch_model, prof, top=top, prompt_len=prompt_len, output_len=output_len,
+                                  engine=serve_engine, weight_formats=formats, max_tpot_ms=max_tpot_ms,
+                                  max_ttft_ms=max_ttft_ms, requests=requests, rate_per_s=rate, gpus=gpus, as_json=as_json,
+                                  wide=wide, out_dir=out_dir)
+            if rec["nothing_fits"]:  # the answer is no: exit 1 (README), after the output that says what would fit
+                fail(f"nothing fits: no deployment of {arch.name} on {platform.id} is predicted to fit; "
+                     "the output says what to try")
+            if not rec["recommendations"]:
+                fail("no deployment meets the latency limits; the output gives the closest miss and what would meet them")
             return
         out_dir = out_dir or Path("advisor-out")
         if ctx is not None and seq_len > ctx:
             raise AdvisorError(f"--seq-len {seq_len} exceeds the {ctx}-token context of {arch.name}")
-        if lora_rank > arch.hidden_size:
+        if task == Task.finetune and lora_rank > arch.hidden_size:
             raise AdvisorError(f"--lora-rank {lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}")
         check_writable(out_dir, "--out-dir", folder=True)
         check_writable(out_dir / "ds_config.json", "--out-dir")
@@ -168,13 +176,36 @@ def recommend(
             engines=engines, headroom=headroom if objective == Objective.headroom else 0.0, lora_rank=lora_rank,
             nodes=nodes, network=network, inter_node_gbps=inter_node_gbps,
         )
-        recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
-                        trials=trials, seed=seed, out_dir=out_dir, as_json=as_json, wide=wide,
-                        confirm_hardware=confirm_hardware)
+        found = recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
+                                trials=trials, seed=seed, out_dir=out_dir, as_json=as_json, wide=wide,
+                                confirm_hardware=confirm_hardware)
+        if not found:  # the answer is no: exit 1 (README), after the output that says what would fit
+            fail(f"nothing fits: no configuration of {arch.name} {task.value} on {platform.id} is predicted to fit; "
+                 "the output gives the leanest one and what would fit")
     except AdvisorError as e:
-        fail(str(e))
+        fail_input(e)
     except OSError as e:  # the config could not be written after all (disk full, a race)
         fail(f"cannot write into --out-dir {str(out_dir)!r}: {e.strerror or e}")
+
+
+# options only some tasks read: given to another, they would be dropped without a word
+_SERVING_ONLY = ("prompt_len", "output_len", "max_tpot_ms", "max_ttft_ms", "requests")
+_TRAINING_ONLY = ("seq_len", "global_batch", "global_batch_tokens", "objective", "headroom", "sampler", "trials", "seed",
+                  "storage", "study_name")
+_IGNORED_BY = {
+    Task.pretrain: ("lora_rank", *_SERVING_ONLY),  # pre-training trains every weight: no adapter, no rank
+    Task.finetune: _SERVING_ONLY,
+    Task.serve: ("lora_rank", *_TRAINING_ONLY),
+}
+
+
+def _note_ignored(context: typer.Context, task: Task) -> None:
+    """One warning line on stderr naming the options given on the command line that ``task`` does not read; the run
+    goes on (they change nothing, so they are no error)."""
+    given = [name for name in _IGNORED_BY[task] if getattr(context.get_parameter_source(name), "name", "") == "COMMANDLINE"]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        warn(f"{flags} {'does' if len(given) == 1 else 'do'} not apply to --task {task.value}: ignored")
 
 
 def _serve_choices(engine: str | None, weight_format: str | None) -> tuple[str, tuple[str, ...] | None]:
