@@ -46,7 +46,7 @@ def _phases(p: TrainPrediction) -> dict[str, float]:
 
 def why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase) -> str:
     """The dominant phase, the memory margin, and for lower ranks what it costs against #1."""
-    text = _why(rank, p, best)
+    text = _why(rank, p, best, case)
     return (text if "ranked below" in text else text + tight(p)) + swapped(p)
 
 
@@ -73,7 +73,7 @@ def _dominant(p: TrainPrediction) -> tuple[str, float]:
     return top, t / (sum(ph.values()) or 1.0)
 
 
-def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
+def _why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase | None = None) -> str:
     top, share = _dominant(p)
     bound = {"forward": "compute-bound", "backward": "compute-bound", "optimizer": "optimizer-bound",
              "communication": "link-bound", "offload": "PCIe/CPU-bound (offload)", "overhead": "launch/CPU-bound"}[top]
@@ -85,7 +85,7 @@ def _why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     if abs(gap) < TIE:
         return f"ties #1; {head}; {margin:.1f} GiB spare"
     if gap < 0:
-        return f"{-gap:.1%} faster than #1 but {ranked_below(p)}; {head}"
+        return f"{-gap:.1%} faster than #1 but {ranked_below(p, case)}; {head}"
     return f"{gap:.0%} slower than #1, mostly {_worst_phase(p, best)} time per token; {head}"
 
 
@@ -95,16 +95,25 @@ def p_oom(p) -> float | None:
     return float(value) if value is not None else None
 
 
-def ranked_below(p) -> str:
-    """Why a faster pick ranks below #1: 'ranked below #1: 95% of GPU memory, p_oom 7%'."""
-    from advisor.search import memory_margin
+def ranked_below(p, case: TrainCase | None = None) -> str:
+    """Why a faster pick ranks below #1, each rule of ``Candidate.rank_score`` and ``safe_order`` that applies:
+    'ranked below #1: 95% of GPU memory, p_oom 7%', 'ranked below #1: ZeRO++ quantizes (2% asked)'."""
+    from advisor.search import LOSSY_COMM_PENALTY, RISKY_P_OOM, SWAP_PENALTY, TIGHT_MARGIN, memory_margin
 
+    reasons = []
     spare, which = memory_margin(p)
-    reason = f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
     risk = p_oom(p)
-    if risk is not None:
-        reason += f", p_oom {risk:.0%}"
-    return f"ranked below #1: {reason}"
+    if spare < TIGHT_MARGIN or (risk is not None and risk > RISKY_P_OOM):
+        reasons.append(f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
+                       + (f", p_oom {risk:.0%}" if risk is not None else ""))
+    if case is not None and (case.zero_quantized_weights or case.zero_quantized_gradients):
+        reasons.append(f"ZeRO++ quantizes what training sees: it must be {LOSSY_COMM_PENALTY:.0%} faster")
+    if swap_gib(p):
+        reasons.append(f"it pages host memory: it must be {SWAP_PENALTY:.0%} faster")
+    if not reasons:  # none of the rules by itself: the memory margin is what is left
+        reasons.append(f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
+                       + (f", p_oom {risk:.0%}" if risk is not None else ""))
+    return "ranked below #1: " + "; ".join(reasons)
 
 
 TIE = 0.005  # within half a percent of #1's throughput is a tie
@@ -140,13 +149,13 @@ def host_label(p) -> str:
     return "host RAM + swap" if swap_gib(p) else "host RAM"
 
 
-def short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
+def short_why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase | None = None) -> str:
     """A few words for a narrow table: 'fastest; compute' or '−12%: link'; 'swaps' when it pages host memory."""
-    text = _short_why(rank, p, best)
+    text = _short_why(rank, p, best, case)
     return (text if "ranked below" in text else text + tight(p)) + ("; swaps" if swap_gib(p) else "")
 
 
-def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
+def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction, case: TrainCase | None = None) -> str:
     top = _dominant(p)[0]
     gap = _gap(rank, p, best)
     if gap is None:
@@ -154,8 +163,11 @@ def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction) -> str:
     if abs(gap) < TIE:
         return f"ties #1; {BOUND_SHORT[top]}-bound"
     if gap < 0:
-        return f"+{-gap:.1%} but {ranked_below(p)}"
+        return f"+{-gap:.1%} but {ranked_below(p, case)}"
     return f"−{gap:.0%}: more {_worst_phase(p, best)}"
+
+
+GPUS_PER_SERVER_MAX = 8  # the most GPUs one common server holds (an HGX board): beyond, more nodes
 
 
 def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
@@ -173,9 +185,13 @@ def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
     if spec.nodes > 1:  # already several servers: more of them
         for k in (spec.nodes * 2, spec.nodes * 4):
             ideas.append((f"{k} nodes ({k * count} GPUs)", replace(spec, nodes=k, gpus=None)))
-    else:
-        for n in (count * 2, count * 4):
-            ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
+    else:  # a bigger server while one holds them (HGX boards: 8), else more servers of this one
+        for k in (2, 4):
+            n = count * k
+            if n <= GPUS_PER_SERVER_MAX:
+                ideas.append((f"{n} GPUs ({gpu_id}x{n})", replace(spec, hardware=f"{gpu_id}x{n}", gpus=None)))
+            else:
+                ideas.append((f"{k} nodes ({n} GPUs): --nodes {k}", replace(spec, nodes=k, gpus=None)))
     if spec.task == "finetune" and "qlora" not in spec.method_choices():
         ideas.append(("QLoRA (4-bit base)", replace(spec, methods=("qlora",))))
     if spec.seq_len > 256:

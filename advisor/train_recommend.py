@@ -86,7 +86,7 @@ def _item(rank: int, c: Candidate, best: Candidate, ev: Evaluator, stages: list[
         "capacity_gib": p.capacity_gib,
         "fits": p.fits,
         "why": why(rank, p, best.prediction, c.case),
-        "why_short": short_why(rank, p, best.prediction),
+        "why_short": short_why(rank, p, best.prediction, c.case),
         "host_mem_gib": p.host_mem_gib,
         "memory_margin": {"spare": c.margin[0], "of": c.margin[1]},  # the smaller spare share: GPU or host
         "rank_score": c.rank_score,  # tokens/s less up to 10% for a pick within 8% of a memory limit
@@ -102,8 +102,9 @@ def recommend_train(
     spec: SearchSpec, eff: Efficiencies, profile: Profile | None, *, top: int, storage: str | None,
     study_name: str | None, sampler: str, trials: int | None, seed: int, out_dir: Path, as_json: bool,
     wide: bool = False, confirm_hardware: str | None = None,
-) -> None:
-    """Search, print (or ``as_json``) the ranked picks and write the top pick's configs under ``out_dir``.
+) -> bool:
+    """Search, print (or ``as_json``) the ranked picks and write the top pick's configs under ``out_dir``. False when
+    nothing fits (then what would is printed instead, and nothing is written).
 
     ``confirm_hardware`` is what the closing `advisor confirm` line passes as --hardware (default: the platform id).
     """
@@ -133,7 +134,7 @@ def recommend_train(
         ranked = [found] if found is not None else []
     if not ranked:
         _nothing_fits(spec, ev, header, as_json)
-        return
+        return False
     best = ranked[0]
     folded = fold_equivalent(ranked)[:top]
     items = [_item(i + 1, c, best, ev, stages) for i, (c, stages) in enumerate(folded)]
@@ -161,7 +162,7 @@ def recommend_train(
         if spec.nodes > 1:
             extra.update({f"{k}_path": str(v) for k, v in multi.items()})
         print(json.dumps({**header, "recommendations": items, **extra}, indent=2))
-        return
+        return True
     _table(header, items, ev, wide)
     for skipped in header["cannot_run"]:
         print_hanging(f"Not searched: {skipped['example']} and the like: {skipped['why']}")
@@ -182,6 +183,7 @@ def recommend_train(
         print_hanging(line)
     hostfile = f" --hostfile {multi['hostfile']}" if spec.nodes > 1 else ""
     console.print(f"Prove it: advisor confirm --hardware {confirm_hardware or ev.platform.id}{hostfile} --task {spec.task} --model {ev.arch.name if isinstance(spec.model, str) else 'MODEL'} --seq-len {spec.seq_len}", highlight=False, soft_wrap=True)
+    return True
 
 
 def _multinode(spec: SearchSpec, ev: Evaluator, items: list[dict[str, Any]], ranked: list[Candidate], out_dir: Path,
@@ -207,14 +209,23 @@ def _print_multinode(top: dict[str, Any], paths: dict[str, Path]) -> None:
     console.print(f"   or on every node: [green]{top['launch_accelerate']}[/] (RANK = 0 on worker-1, 1, 2, …)", highlight=False, soft_wrap=True)
 
 
-def plus_minus(value: float, interval: dict | None, key: str) -> str:
-    """'13,309 ±24%' from the prediction's interval, or just the value when it has none."""
-    text = f"{value:,.0f}"
-    if interval and key in interval:
+def plus_minus(value: float, interval: dict | None, key: str, wrap: bool = False) -> str:
+    """'13,309 ±24%' (or '14,286 −50/+99%' where the interval is lopsided; ``wrap``: on two lines) from the
+    prediction's interval, or just the value when it has none."""
+    from advisor.tables import with_error
+
+    rel = None
+    if interval and key in interval and value:
         lo, hi = interval[key]
-        spread = max(value - lo, hi - value) / value if value else 0.0
-        text += f" ±{spread:.0%}"
-    return text
+        rel = ((value - lo) / value, (hi - value) / value)
+    return with_error(value, rel, wrap)
+
+
+def _trials_text(s: dict[str, Any]) -> str:
+    """The search's trials: a TPE search says how many it sampled (``--trials``) and how many its polish added."""
+    if s["sampler"] != "tpe" or "sampled" not in s or s["trials"] <= s["sampled"]:
+        return f"{s['sampler']} search: {s['trials']} trials"
+    return f"tpe search: {s['sampled']} sampled + {s['trials'] - s['sampled']} around the best"
 
 
 def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, wide: bool = False) -> None:
@@ -223,7 +234,7 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
     s = header["search"]
     t = Table(
         title=f"{header['model']} · {header['task']} · {_gpus_text(header)} · seq {header['seq_len']}",
-        caption=(f"{s['sampler']} search: {s['trials']} trials over {s['space_size']} configurations in {s['seconds']:.1f} s; "
+        caption=(f"{_trials_text(s)} over {s['space_size']} configurations in {s['seconds']:.1f} s; "
                  f"± = held-out error; host RAM {header['host_ram_gib']:.0f} GiB, {header['cpu_cores']} cores"
                  + (f" per node; network: {header['network']}" if header.get("nodes") else "")),
         title_justify="left", caption_justify="left",
@@ -242,7 +253,7 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
         t.add_column(col, justify=just, no_wrap=col in ("#", "tokens/s", "GiB/GPU"))
     t.caption += "; under GiB/GPU: the spare share of GPU memory (or of host RAM when that is smaller)"
     for it in items:
-        row = [str(it["rank"]), it["summary"], plus_minus(it["tokens_per_s"], it.get("interval"), "tokens_per_s")]
+        row = [str(it["rank"]), it["summary"], plus_minus(it["tokens_per_s"], it.get("interval"), "tokens_per_s", wrap=not wide)]
         if wide:
             row.append(f"{it['step_time_s']:.3f}")
         m = it.get("memory_margin")  # the smaller spare share, GPU or host: the pick's headroom
@@ -268,7 +279,7 @@ def _gpus_text(header: dict[str, Any]) -> str:
 
 
 def _nothing_fits(spec: SearchSpec, ev: Evaluator, header: dict[str, Any], as_json: bool) -> None:
-    """Exit 0 with what would fit: more GPUs, QLoRA, shorter sequences, and the leanest option now."""
+    """What would fit (more GPUs, QLoRA, shorter sequences) and the leanest option now; the command then exits 1."""
     lean = smallest_footprint(ev)
     options = alternatives(spec, lambda s: Evaluator(s, ev.eff, ev.profile, ev.traces))
     lean_d = None
