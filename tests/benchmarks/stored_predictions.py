@@ -29,16 +29,17 @@ def score(label: str, pairs: list[Pair]) -> None:
           f"fit verdicts {sum(ok)}/{len(ok)}")
 
 
-def compare(measured: list[str], predictions: list[str], profile: str | None = None) -> tuple[list[Pair], list[Pair]]:
+def compare(measured: list[str], predictions: list[str], profile: str | None = None,
+            label: str = "stored before the runs") -> tuple[list[Pair], list[Pair]]:
     """Each run of the files ``OWN/measured`` (those that ran or ran out of memory) beside its stored prediction
-    (``OWN/logs/predictions``) and today's (with ``profile``, a name such as h200x1, where given); prints the table and
-    both scores, returns (stored, today) pairs."""
+    (``OWN/logs/predictions``, ``label`` says whose) and today's (with ``profile``, a name such as h200x1, where given);
+    prints the table and both scores, returns (stored, today) pairs."""
     before = {p["id"]: p for name in predictions for p in lines(OWN / "logs" / name)}
     rows = [r for name in measured for r in lines(OWN / name)
             if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
     now_p = Predictor(load_profile_checked(profile) if profile else None)
     stored, now = [], []
-    print(f"{'run':38s} {'measured':>16s} | {'stored before':>26s} | {'code of today':>26s}")
+    print(f"{'run':38s} {'measured':>16s} | {label[:26]:>26s} | {'code of today':>26s}")
     for r in rows:
         m, cid = r["measured"], r["case"]["id"]
         q = now_p.predict_or_error(TrainCase.model_validate(r["case"])).model_dump()
@@ -54,7 +55,7 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
         print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
     for r in (r for name in measured for r in lines(OWN / name) if r not in rows):
         print(f"{r['case']['id']:38s} not scored: {r['measured'].get('failure')} ({r['measured'].get('error', '')[:80]})")
-    score("stored before the runs", stored)
+    score(label, stored)
     score("code of today", now)
     return stored, now
 
