@@ -95,7 +95,7 @@ def p_oom(p) -> float | None:
     return float(value) if value is not None else None
 
 
-def ranked_below(p, case: TrainCase | None = None) -> str:
+def ranked_below(p, case: TrainCase | None = None, short: bool = False) -> str:
     """Why a faster pick ranks below #1, each rule of ``Candidate.rank_score`` and ``safe_order`` that applies:
     'ranked below #1: 95% of GPU memory, p_oom 7%', 'ranked below #1: ZeRO++ quantizes (2% asked)'."""
     from advisor.search import LOSSY_COMM_PENALTY, RISKY_P_OOM, SWAP_PENALTY, TIGHT_MARGIN, memory_margin
@@ -107,9 +107,10 @@ def ranked_below(p, case: TrainCase | None = None) -> str:
         reasons.append(f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
                        + (f", p_oom {risk:.0%}" if risk is not None else ""))
     if case is not None and (case.zero_quantized_weights or case.zero_quantized_gradients):
-        reasons.append(f"ZeRO++ quantizes what training sees: it must be {LOSSY_COMM_PENALTY:.0%} faster")
+        reasons.append(f"ZeRO++ needs +{LOSSY_COMM_PENALTY:.0%}" if short else
+                       f"ZeRO++ quantizes what training sees: it must be {LOSSY_COMM_PENALTY:.0%} faster")
     if swap_gib(p):
-        reasons.append(f"it pages host memory: it must be {SWAP_PENALTY:.0%} faster")
+        reasons.append(f"swap needs +{SWAP_PENALTY:.0%}" if short else f"it pages host memory: it must be {SWAP_PENALTY:.0%} faster")
     if not reasons:  # none of the rules by itself: the memory margin is what is left
         reasons.append(f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
                        + (f", p_oom {risk:.0%}" if risk is not None else ""))
@@ -163,7 +164,7 @@ def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction, case: Train
     if abs(gap) < TIE:
         return f"ties #1; {BOUND_SHORT[top]}-bound"
     if gap < 0:
-        return f"+{-gap:.1%} but {ranked_below(p, case)}"
+        return f"+{-gap:.1%} but {ranked_below(p, case, short=True)}"
     return f"−{gap:.0%}: more {_worst_phase(p, best)}"
 
 
