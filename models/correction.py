@@ -157,8 +157,13 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
             phase_res = wph * (np.log(np.maximum(out[:, 1:], 1e-9)) - np.log(ph_safe))[ph_mask]
             return np.concatenate([np.log(out[:, 0]) - np.log(y_arr), phase_res, w * (z[:k] - z0[:k]), wp * slot_w * z[k:]])
 
-        sol = least_squares(residuals, x0, method="trf", x_scale=1.0, max_nfev=max_nfev or 40 * len(z0), diff_step=1e-3,
-                            ftol=ftol)
+        jac: Any = "2-point"
+        if k == 0:  # platform factors only (the fast refit): a factor moves its platform's rows alone
+            row_platform = np.concatenate([[p.id for _, p, _ in prepared],
+                                           np.repeat([p.id for _, p, _ in prepared], ph_mask.sum(axis=1)), [pid for pid, _ in slots]])
+            jac = _grouped_jacobian(residuals, slots, row_platform, self.platform_params, diff_step=1e-3)
+        sol = least_squares(residuals, x0, jac=jac, method="trf", x_scale=1.0, max_nfev=max_nfev or 40 * len(z0),
+                            diff_step=1e-3, ftol=ftol)
         values, over = unpack(sol.x)
         self.efficiencies_ = Efficiencies(**values)
         self.platform_factors_ = {pid: {key: round(f, 4) for key, f in d.items()} for pid, d in over.items()}
@@ -173,6 +178,39 @@ class EfficiencyCorrection(BaseEstimator, RegressorMixin):
         if eff is None:
             raise RuntimeError("EfficiencyCorrection is not fitted; call fit first")
         return self._predict_prepared(self._prepare(X), eff.model_dump(), self.platform_factors_)
+
+
+def _grouped_jacobian(fun: Callable[[np.ndarray], np.ndarray], slots: list[tuple[str, str]], row_platform: np.ndarray,
+                      keys: tuple[str, ...], diff_step: float) -> Callable[[np.ndarray], np.ndarray]:
+    """The forward-difference Jacobian scipy's '2-point' computes (the same steps, ``diff_step`` relative), in one
+    evaluation per platform factor's kind instead of one per platform and kind: the factors of one kind on every
+    platform move together, and each residual row (``row_platform``: the platform of its sample, or of its factor's
+    prior) takes the difference of its own platform's factor. A fast refit on 11 platforms: 5 evaluations a
+    Jacobian, not 55."""
+    slot_platform = np.array([pid for pid, _ in slots])
+
+    def jac(x: np.ndarray) -> np.ndarray:
+        f0 = fun(x)
+        out = np.zeros((len(f0), len(x)))
+        for key in keys:
+            cols = [j for j, (_, kk) in enumerate(slots) if kk == key]
+            # scipy's step for a requested relative one: diff_step x |x|, and where that is no step (x = 0) its
+            # own sqrt(machine epsilon) x max(1, |x|)
+            sign = np.where(x[cols] >= 0, 1.0, -1.0)
+            h = diff_step * sign * np.abs(x[cols])
+            h = np.where((x[cols] + h) - x[cols] == 0, np.finfo(float).eps ** 0.5 * sign * np.maximum(1.0, np.abs(x[cols])), h)
+            xh = x.copy()
+            xh[cols] += h
+            h = xh[cols] - x[cols]  # the step as represented
+            df = fun(xh) - f0
+            for j, hj in zip(cols, h):
+                rows = row_platform == slot_platform[j]
+                rows[len(row_platform) - len(slots):] = False
+                rows[len(row_platform) - len(slots) + j] = True  # the factor's own prior row
+                out[rows, j] = df[rows] / hj
+        return out
+
+    return jac
 
 
 ServeSample = tuple[ServeCase, ModelArch, PlatformSpec]
