@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knowledge.catalog import _HF_KEYS, arch_from_hf_config, language_model_config
+from knowledge.catalog import _HF_KEYS, arch_from_hf_config, language_model_config, validation_text
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch
 
@@ -104,5 +104,4 @@ def hub_model(repo_id: str) -> ModelArch:
     try:
         return arch_from_hf_config(cfg, name=repo_id)
     except ValidationError as e:
-        err = e.errors()[0]
-        raise AdvisorError(f"model {repo_id!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise AdvisorError(f"model {repo_id!r}: {validation_text(e.errors()[0])}") from None

@@ -266,3 +266,18 @@ def test_a_tpe_search_says_what_it_sampled_and_what_its_polish_added():
 
     assert _trials_text({"sampler": "tpe", "trials": 202, "sampled": 60}) == "tpe search: 60 sampled + 142 around the best"
     assert _trials_text({"sampler": "exhaustive", "trials": 420, "sampled": 420}) == "exhaustive search: 420 trials"
+
+
+def test_a_hub_config_that_contradicts_itself_says_so_cleanly(monkeypatch):
+    from knowledge import hub
+    from knowledge.errors import AdvisorError
+
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 5, "vocab_size": 32000}
+    monkeypatch.setattr(hub, "hub_config", lambda repo: cfg)
+    hub.hub_model.cache_clear()
+    with pytest.raises(AdvisorError) as e:
+        hub.hub_model("acme/contradicts")
+    hub.hub_model.cache_clear()
+    assert ": :" not in str(e.value) and "Value error" not in str(e.value)  # was "'model': : Value error, …"
+    assert "num_key_value_heads=5" in str(e.value)
