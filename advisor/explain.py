@@ -103,17 +103,17 @@ def ranked_below(p, case: TrainCase | None = None, short: bool = False) -> str:
     reasons = []
     spare, which = memory_margin(p)
     risk = p_oom(p)
+    margin = (f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
+              + (f", p_oom {risk:.0%}" if risk is not None else ""))
     if spare < TIGHT_MARGIN or (risk is not None and risk > RISKY_P_OOM):
-        reasons.append(f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
-                       + (f", p_oom {risk:.0%}" if risk is not None else ""))
+        reasons.append(margin)
     if case is not None and (case.zero_quantized_weights or case.zero_quantized_gradients):
         reasons.append(f"ZeRO++ needs +{LOSSY_COMM_PENALTY:.0%}" if short else
                        f"ZeRO++ quantizes what training sees: it must be {LOSSY_COMM_PENALTY:.0%} faster")
     if swap_gib(p):
         reasons.append(f"swap needs +{SWAP_PENALTY:.0%}" if short else f"it pages host memory: it must be {SWAP_PENALTY:.0%} faster")
     if not reasons:  # none of the rules by itself: the memory margin is what is left
-        reasons.append(f"{1 - spare:.0%} of {host_label(p) if which == 'host' else 'GPU memory'}"
-                       + (f", p_oom {risk:.0%}" if risk is not None else ""))
+        reasons.append(margin)
     return "ranked below #1: " + "; ".join(reasons)
 
 
