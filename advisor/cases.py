@@ -26,8 +26,6 @@ PROFILE_PEAK_FACTOR = 2.0  # a probe can beat a conservative datasheet figure, n
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "knowledge" / "measurements" / "profiles"
 
 _ADAPTER: TypeAdapter = TypeAdapter(Case)
-# pydantic error types that mean "the file is malformed" rather than "this value is not supported"
-_MALFORMED_SUFFIXES = ("_type", "_parsing")
 
 
 class MalformedFile(ValueError):
@@ -112,22 +110,14 @@ def parse_case(obj: dict[str, Any]) -> TrainCase | ServeCase:
         return _ADAPTER.validate_python(obj, strict=True)
     except ValidationError as e:
         err = e.errors()[0]
-        if err["type"].endswith(_MALFORMED_SUFFIXES) or _wrong_literal_type(err):
+        from knowledge.catalog import is_malformed
+
+        if is_malformed(err):  # "the file is malformed" rather than "this value is not supported"
             field = _field(err)
             if field in _TAKES:
                 raise MalformedFile(f"field {field!r}: must be {_TAKES[field]} (got {_short(err.get('input'))})") from None
             raise MalformedFile(f"field {field!r}: {err['msg']} (got {_short(err.get('input'))})") from None
         raise AdvisorError(validation_message(e)) from None
-
-
-def _wrong_literal_type(err: dict[str, Any]) -> bool:
-    """A choice field given a value of another JSON type (``"method": 5``) is malformed, not unsupported."""
-    if err["type"] != "literal_error":
-        return False
-    expected = err.get("ctx", {}).get("expected", "")
-    value = err.get("input")
-    wants_str = "'" in expected
-    return (isinstance(value, str) != wants_str) or isinstance(value, (bool, list, dict)) or value is None
 
 
 def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | ServeCase | None, str | None]]:

@@ -40,11 +40,20 @@ _MALFORMED_SUFFIXES = ("_type", "_parsing")
 
 
 def is_malformed(err: dict[str, Any]) -> bool:
-    """Whether one pydantic error says the input had the wrong JSON type (exit 2) rather than an unsupported value."""
-    if err["type"].endswith(_MALFORMED_SUFFIXES) or err["type"] == "finite_number":
-        return True
-    # a choice of strings given a number, a list or null (``"interconnect": 5``)
-    return err["type"] == "literal_error" and not isinstance(err.get("input"), str)
+    """Whether one pydantic error says the input had the wrong JSON type (exit 2) rather than an unsupported value:
+    a platform file's, a model config's and a contract case's alike."""
+    return err["type"].endswith(_MALFORMED_SUFFIXES) or err["type"] == "finite_number" or _wrong_literal_type(err)
+
+
+def _wrong_literal_type(err: dict[str, Any]) -> bool:
+    """A choice field given a value of another JSON type (``"method": 5``, ``"interconnect": 5``, ``"zero_stage": "2"``)
+    is malformed, not unsupported."""
+    if err["type"] != "literal_error":
+        return False
+    expected = err.get("ctx", {}).get("expected", "")
+    value = err.get("input")
+    wants_str = "'" in expected
+    return (isinstance(value, str) != wants_str) or isinstance(value, (bool, list, dict)) or value is None
 
 
 def validation_text(err: dict[str, Any]) -> str:
