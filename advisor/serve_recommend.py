@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.table import Table
 
 from advisor.output import console, print_hanging
-from advisor.tables import with_error
+from advisor.tables import relative_range, with_error
 from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
 from knowledge.schema import FORMAT_BITS, Profile
 from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
@@ -33,11 +33,7 @@ def _short(p) -> str:
 def _rel_range(p) -> tuple[float, float] | None:
     """The prediction's throughput interval as relative errors below and above the value (they apply to the
     deployment's figure too)."""
-    iv = (getattr(p, "interval", None) or {}).get("e2e_output_tokens_per_s")
-    v = p.e2e_output_tokens_per_s
-    if not iv or not v:
-        return None
-    return (v - iv[0]) / v, (iv[1] - v) / v
+    return relative_range(p.e2e_output_tokens_per_s, (getattr(p, "interval", None) or {}).get("e2e_output_tokens_per_s"))
 
 
 def _row(rank: int, pt: Point) -> dict:

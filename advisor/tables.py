@@ -23,6 +23,13 @@ def error_bar(below: float, above: float) -> str:
     return f" −{lo}/+{hi}%"
 
 
+def relative_range(value: float | None, bounds: tuple[float, float] | list[float] | None) -> tuple[float, float] | None:
+    """An interval (low, high) around ``value`` as fractions of it below and above; None without either."""
+    if not bounds or not value:
+        return None
+    return (value - bounds[0]) / value, (bounds[1] - value) / value
+
+
 def with_error(value: float, rel: tuple[float, float] | None, wrap: bool = False) -> str:
     """'13,309 ±24%', or '14,286 −50/+99%' (``wrap``: the lopsided bar on a line of its own, so an 80-column table
     keeps the width of '±'); just the value without ``rel``, the error (below, above) as fractions of it."""

@@ -212,13 +212,9 @@ def _print_multinode(top: dict[str, Any], paths: dict[str, Path]) -> None:
 def plus_minus(value: float, interval: dict | None, key: str, wrap: bool = False) -> str:
     """'13,309 ±24%' (or '14,286 −50/+99%' where the interval is lopsided; ``wrap``: on two lines) from the
     prediction's interval, or just the value when it has none."""
-    from advisor.tables import with_error
+    from advisor.tables import relative_range, with_error
 
-    rel = None
-    if interval and key in interval and value:
-        lo, hi = interval[key]
-        rel = ((value - lo) / value, (hi - value) / value)
-    return with_error(value, rel, wrap)
+    return with_error(value, relative_range(value, (interval or {}).get(key)), wrap)
 
 
 def _trials_text(s: dict[str, Any]) -> str:
