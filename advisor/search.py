@@ -342,17 +342,22 @@ def run_search(
         # ZeRO++ at 12,824 that TPE had not sampled (its plain ZeRO-3 neighbour, 7,207, was)
         # (again while a climb has made a new family's best: the family of ZeRO++ above first showed in a climb)
         tried: set[tuple] = set()
+
+        def climb(best: dict[str, Any] | None) -> None:
+            """From ``best``, to the best of it and its neighbours, until that is one already climbed from."""
+            nonlocal total
+            while best is not None and _key(best) not in tried:
+                tried.add(_key(best))
+                extra = _neighbours(best, space)
+                total += len(extra)
+                for _ in extra:
+                    tick()
+                record(extra)
+                best = _best_among(study, [best, *extra])
+
         while starts := [k for k in _family_bests(study, POLISH_FAMILIES) if _key(k) not in tried]:
             for start in starts:
-                best: dict[str, Any] | None = start
-                while best is not None and _key(best) not in tried:
-                    tried.add(_key(best))
-                    extra = _neighbours(best, space)
-                    total += len(extra)
-                    for _ in extra:
-                        tick()
-                    record(extra)
-                    best = _best_among(study, [best, *extra])
+                climb(start)
         ranked_knobs = [t.user_attrs["knobs"] for t in study.get_trials(deepcopy=False) if "knobs" in t.user_attrs]
     seen: dict[tuple, Candidate] = {}
     for knobs in ranked_knobs:
