@@ -13,9 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.dont_write_bytecode = True  # no new __pycache__ from the tests' own imports (pytest's rewritten test modules too)
 
-try:  # Hypothesis keeps its example database in memory and its caches in a temporary folder: no .hypothesis/
-    import tempfile
+import tempfile
 
+try:  # Hypothesis keeps its example database in memory and its caches in a temporary folder: no .hypothesis/
     from hypothesis import settings as _hypothesis_settings
     from hypothesis.configuration import set_hypothesis_home_dir
     from hypothesis.database import InMemoryExampleDatabase
@@ -68,17 +68,32 @@ def _checkout_left_as_it_was():
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _isolated_advisor_home(tmp_path_factory):
-    """Every test runs with ADVISOR_HOME in a temporary folder: it never reads or writes the user's data."""
-    home = tmp_path_factory.mktemp("advisor-home")
-    old = os.environ.get("ADVISOR_HOME")
-    os.environ["ADVISOR_HOME"] = str(home)
-    yield home
+_USER_ADVISOR_HOME = "_user_advisor_home"
+
+
+def pytest_configure(config):
+    """Every test runs with ADVISOR_HOME in a temporary folder: it never reads or writes the user's data. Set before
+    the test modules are imported, so what they build at import (a module-level ``Predictor()``) reads the bundled
+    fit too, not a user's own ``advisor calibrate`` (which had made those and a fresh Predictor disagree)."""
+    setattr(config, _USER_ADVISOR_HOME, os.environ.get("ADVISOR_HOME"))
+    os.environ["ADVISOR_HOME"] = tempfile.mkdtemp(prefix="advisor-home-")
+
+
+def pytest_unconfigure(config):
+    home = os.environ.get("ADVISOR_HOME")
+    if home and Path(home).name.startswith("advisor-home-"):
+        shutil.rmtree(home, ignore_errors=True)
+    old = getattr(config, _USER_ADVISOR_HOME, None)
     if old is None:
         os.environ.pop("ADVISOR_HOME", None)
     else:
         os.environ["ADVISOR_HOME"] = old
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_advisor_home():
+    """The temporary ADVISOR_HOME of this session (``pytest_configure``)."""
+    return Path(os.environ["ADVISOR_HOME"])
 
 
 @pytest.fixture(scope="session")
