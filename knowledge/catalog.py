@@ -329,6 +329,10 @@ def arch_from_hf_config(cfg: dict[str, Any], name: str, hf_config: dict[str, Any
     """A ModelArch from a Hugging Face config.json dict: the summary fields, and the config itself for the trace
     (``hf_config``, default ``cfg``: the file as written, where ``cfg`` may carry summary keys read from it)."""
     fields = {k: cfg[k] for k in _HF_KEYS if cfg.get(k) is not None}
+    widths = fields.get("intermediate_size")
+    if isinstance(widths, list) and widths and all(isinstance(w, int) and not isinstance(w, bool) for w in widths):
+        # one MLP width per layer (Gemma-3n's text model): the summary keeps the widest; the trace counts each layer's
+        fields["intermediate_size"] = max(widths)
     context = next((cfg[k] for k in _CONTEXT_KEYS if isinstance(cfg.get(k), int) and not isinstance(cfg[k], bool)), None)
     if "max_position_embeddings" not in fields and context:
         fields["max_position_embeddings"] = context
@@ -470,7 +474,8 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             raise AdvisorError(f"model config {str(cfg_path)!r} cannot be read: {str(e).splitlines()[0]}") from None
         if not isinstance(cfg, dict):
             raise MalformedInput(f"model config {str(cfg_path)!r} is not a JSON object, got {type(cfg).__name__}")
-        missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if k not in cfg]
+        # a key written as null is not given either: GPT-Neo's "intermediate_size": null means a 4x MLP
+        missing = [k for k in _HF_KEYS[:4] + ("vocab_size",) if cfg.get(k) is None]
         text = kept("language_model", cfg, lambda: language_model_config(cfg)) if missing else None
         if text is not None:  # a multimodal checkpoint: its language model is what trains and serves text
             cfg, cfg_path, missing = text, Path(f"{cfg_path} (language model)"), []

@@ -150,8 +150,9 @@ class ModelArch(Strict):
     num_attention_heads: int = Field(gt=0, le=1 << 14)
     num_key_value_heads: int = Field(gt=0, le=1 << 14)
     vocab_size: int = Field(gt=0, le=1 << 24)
-    num_local_experts: int = Field(default=1, ge=1, le=4096)
-    num_experts_per_tok: int = Field(default=1, ge=1, le=4096)
+    # Doge's cross-domain mixture has 16,384 single-neuron experts by default
+    num_local_experts: int = Field(default=1, ge=1, le=1 << 20)
+    num_experts_per_tok: int = Field(default=1, ge=1, le=1 << 20)
     head_dim: int | None = Field(default=None, gt=0, le=1 << 14)
     tie_word_embeddings: bool = False
     attention_bias: bool = False  # Qwen2 has q/k/v biases
