@@ -149,14 +149,17 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     if f32_f + f32_b > 0 and c.fp32_flops > 0:  # SDPA's math path upcasts to fp32; fp32 experts: CUDA cores
         rate = c.fp32_flops * eff.fp32_gemm_eff
         ops.append(Operator("fp32 products (CUDA cores)", "matmul", f32_f, 0.0, f32_f / rate, per_layer, f32_b / rate))
-    # memory-bound kernels: a bandwidth-bound and an SM-bound share per byte (contiguous kernels stream, strided ones
-    # wait on the SMs), and those that follow an index (routing) pay more at the bandwidth
+    # memory-bound kernels: contiguous ones stream (a bandwidth-bound and a small SM-bound share per byte), strided ones
+    # wait on the SMs, and those that follow an index (routing) pay more at the bandwidth
     per_byte_s = eff.trace_stream_hbm_fraction / c.memory_bps + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s
+    per_strided_s = eff.trace_strided_sm_cycles_per_byte / c.sm_cycles_per_s
     per_irregular_s = indexed_byte_s(c.memory_bps, eff)
     ew_f = max(part.other_bytes_fwd.at(b, n), 0.0)
     ew_b = max(part.other_bytes_bwd.at(b, n), 0.0)
-    t_f = ew_f * per_byte_s + max(part.irregular_bytes_fwd.at(b, n), 0.0) * per_irregular_s
-    t_b = ew_b * per_byte_s + max(part.irregular_bytes_bwd.at(b, n), 0.0) * per_irregular_s
+    st_f = min(max(part.strided_bytes_fwd.at(b, n), 0.0), ew_f)
+    st_b = min(max(part.strided_bytes_bwd.at(b, n), 0.0), ew_b)
+    t_f = (ew_f - st_f) * per_byte_s + st_f * per_strided_s + max(part.irregular_bytes_fwd.at(b, n), 0.0) * per_irregular_s
+    t_b = (ew_b - st_b) * per_byte_s + st_b * per_strided_s + max(part.irregular_bytes_bwd.at(b, n), 0.0) * per_irregular_s
     ops.append(Operator(ELEMENTWISE_NAME if per_layer else "LM head's loss and the rest", "elementwise", 0.0, ew_f,
                         t_f, per_layer, t_b))
     return ops

@@ -1977,7 +1977,44 @@ def _blind_families_h200(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-blind-families": lambda: _blind_families_h200("h200x1", "h200bf"),
+def _strided_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, eighteenth), after the trace told strided memory-bound kernels apart (schema 19,
+    ``probes.trace.strided``) and the refit: the Mamba-2 torch path of Falcon-H1 (never measured running: its 2k runs ran
+    out of memory), Granite-MoE-Hybrid and Bamba in other configurations, Kimi-Linear's delta rule, DeepSeek-V4 at
+    1k tokens, GPT-Neo without recomputation, Doge fully trained by PyTorch, GLM-4-MoE under QLoRA at 4k, and two families
+    of the usual kind (SmolLM3 ZeRO-2 at 4k, LFM2's short convolutions). Stored before they run."""
+    cfg = {"fh1": CONFIGS + "falcon-h1-8l.json", "gmh": CONFIGS + "granitemoehybrid-defaults-8l.json",
+           "bamba": CONFIGS + "bamba-defaults-8l.json", "kimi": CONFIGS + "kimi-linear-defaults-5l.json",
+           "dsv4": CONFIGS + "deepseek-v4-defaults-4l.json", "neo": CONFIGS + "gpt-neo-defaults.json",
+           "doge": CONFIGS + "doge-defaults-8l.json", "glm": CONFIGS + "glm4-moe-defaults-4l.json",
+           "smol3": CONFIGS + "smollm3-3b.json", "lfm2": CONFIGS + "lfm2.json"}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=1, **{**run, **kw})
+
+    return [
+        k("fh1-lora-s512", "fh1", "finetune", method="lora", seq_len=512, **pt,
+          lora_targets=["q_proj", "k_proj", "v_proj", "o_proj", "in_proj", "gate_proj", "up_proj", "down_proj"]),
+        k("gmh-lora-mb2-s256", "gmh", "finetune", method="lora", lora_targets="all-linear", micro_batch_size=2,
+          seq_len=256, **pt),
+        k("bamba-full-z2-s256", "bamba", "pretrain", zero_stage=2, seq_len=256, **ds),
+        k("kimi-lora-s1024", "kimi", "finetune", method="lora", lora_targets="all-linear", seq_len=1024, **pt),
+        # (its QLoRA cannot run: the 4-bit o_a_proj's packed weight goes into the model's own grouped product)
+        k("dsv4-lora-mb4-s1k", "dsv4", "finetune", method="lora", lora_targets=["q_a_proj", "q_b_proj", "kv_proj"],
+          micro_batch_size=4, seq_len=1024, **pt),
+        k("neo-lora-mb4", "neo", "finetune", method="lora", micro_batch_size=4, seq_len=2048, **pt),
+        k("doge-full-mb8", "doge", "pretrain", micro_batch_size=8, seq_len=2048, **pt),
+        k("glm-qlora-s4k", "glm", "finetune", method="qlora", quantization="nf4", seq_len=4096, **pt),
+        k("smol3-full-z2-mb2-s4k", "smol3", "pretrain", zero_stage=2, micro_batch_size=2, seq_len=4096, **ds),
+        k("lfm2-lora-mb4-s2k", "lfm2", "finetune", method="lora", lora_targets="all-linear", micro_batch_size=4,
+          seq_len=2048, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-strided-check": lambda: _strided_check("h200x1", "h200sc"),
+                         "h200-blind-families": lambda: _blind_families_h200("h200x1", "h200bf"),
                          "h200-eager-long-2": lambda: _eager_long_2("h200x1", "h200el2"),
                          "h200-eager-long": lambda: _eager_long("h200x1", "h200el"),
                          "h200-param-offload-pinned": lambda: _param_offload_pinned("h200x1", "h200pp"),

@@ -135,6 +135,7 @@ class _Counter:
         self.attn_calls = 0.0
         self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
         self.irregular_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved by IRREGULAR kernels
+        self.strided_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved off the vectorized path (strided)
         self.kernels = {"fwd": 0.0, "bwd": 0.0}
         self.adapter_kernels = 0.0
         self.in_adapter = 0  # > 0 while a LoRA module's forward runs
@@ -239,6 +240,28 @@ def _fp32_grouped_mm(func: Any, args: tuple, kwargs: dict, c: _Counter) -> Any:
     return func(*proxy, **kwargs).to(torch.float32)
 
 
+def strided(ins: list[Any], outs: list[Any]) -> bool:
+    """Does a memory-bound kernel leave PyTorch's vectorized path? That path takes operands that are all contiguous and
+    of the output's shape; a broadcast operand, a non-contiguous one, a concatenation or a reduction over other than
+    the innermost dimension runs the generic kernel (``elementwise_kernel<128, ...>``, ``CatArrayBatchedCopy``,
+    ``reduce_kernel`` over outer dimensions), which computes every element's offsets and is bound by the SMs, not by
+    memory (own anatomy, 2026-11-24 and -29: Bamba's Mamba-2 scan spent 0.81 s of 0.82 in them)."""
+    big = [t for t in ins + outs if t.numel() > 1]
+    if not outs or not big:
+        return False
+    out = outs[0]
+    if any(not t.is_contiguous() for t in big):
+        return True
+    for t in ins:
+        if t.numel() <= 1 or tuple(t.shape) == tuple(out.shape):
+            continue
+        # a reduction over the innermost dimension of a contiguous input (a norm's mean, a row's max) streams
+        if t.dim() and out.numel() * t.shape[-1] == t.numel() and out.numel() < t.numel():
+            continue
+        return True
+    return False
+
+
 def _mode(c: _Counter) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -274,6 +297,8 @@ def _mode(c: _Counter) -> Any:
                 c.other_bytes[c.phase] += moved
                 if name.lstrip("_") in IRREGULAR or name in IRREGULAR:
                     c.irregular_bytes[c.phase] += moved
+                elif strided(ins, outs):
+                    c.strided_bytes[c.phase] += moved
             return out
 
     return Mode()
@@ -465,10 +490,16 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
                            target_modules=v.lora_targets, task_type="CAUSAL_LM")
     try:
         return peft.get_peft_model(model, lcfg)
-    except ValueError:
+    except ValueError as e:
         names = _layer_linear_names(model)
-        raise AdvisorError(f"LoRA targets {v.lora_targets!r}: PEFT finds none of them in this model; "
-                           f"its projections: {', '.join(names)}, or 'all-linear'") from None
+        if "not found" in str(e) or "none of" in str(e).lower():
+            raise AdvisorError(f"LoRA targets {v.lora_targets!r}: PEFT finds none of them in this model; "
+                               f"its projections: {', '.join(names)}, or 'all-linear'") from None
+        # PEFT found them and refuses some (Mamba's out_proj on a hybrid, which 'all-linear' takes in): its own reason
+        reason = " ".join(str(e).split())[:240]
+        usable = [n for n in names if f"'{n}'" not in reason]  # those PEFT names as incompatible left out
+        raise AdvisorError(f"LoRA targets {v.lora_targets!r}: PEFT refuses them ({reason}); name the projections "
+                           f"instead: {', '.join(usable)}") from None
 
 
 @contextlib.contextmanager
@@ -738,6 +769,8 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "other_bytes_bwd": fit([c.other_bytes["bwd"] for c in cs]),
         "irregular_bytes_fwd": fit([c.irregular_bytes["fwd"] for c in cs]),
         "irregular_bytes_bwd": fit([c.irregular_bytes["bwd"] for c in cs]),
+        "strided_bytes_fwd": fit([c.strided_bytes["fwd"] for c in cs]),
+        "strided_bytes_bwd": fit([c.strided_bytes["bwd"] for c in cs]),
         **_kernel_counts(cs, lengths, "fwd"),
         **_kernel_counts(cs, lengths, "bwd"),
         "adapter_kernels_fwd": cs[0].adapter_kernels,

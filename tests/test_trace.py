@@ -770,3 +770,56 @@ def test_qlora_keeps_a_router_that_post_processes_its_product() -> None:
     config = {**AutoConfig.for_model("phimoe").to_dict(), "num_hidden_layers": 2}
     qlora = TraceVariant(trains="adapters", lora_targets=["q_proj", "k_proj", "v_proj", "o_proj"], lora_rank=8, bnb_base=True)
     assert trace_model(config, qlora).params.trainable > 0
+
+
+def test_kernels_off_the_vectorized_path_are_told_apart() -> None:
+    """PyTorch's vectorized elementwise path takes contiguous operands of the output's shape; a broadcast, a transposed
+    operand, a concatenation or an outer reduction runs the generic kernel, bound by the SMs (own anatomy of Bamba's
+    Mamba-2 scan, 2026-11-29); a reduction over the innermost dimension (a norm's mean) streams."""
+    import torch
+
+    from probes.trace import strided
+
+    x = torch.empty(4, 8, 16)
+    assert not strided([x, torch.empty(4, 8, 16)], [torch.empty(4, 8, 16)])  # same shape, contiguous
+    assert strided([x, torch.empty(16)], [torch.empty(4, 8, 16)])  # a broadcast weight
+    assert strided([x.transpose(1, 2)], [torch.empty(4, 16, 8)])  # a transposed operand
+    assert strided([x, x], [torch.empty(8, 8, 16)])  # a concatenation
+    assert not strided([x], [torch.empty(4, 8, 1)])  # a mean over the innermost dimension
+    assert strided([x], [torch.empty(4, 1, 16)])  # a sum over an outer one
+    assert not strided([x, torch.empty(())], [torch.empty(4, 8, 16)])  # a scalar operand
+    qwen = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
+    for part in (qwen.layer, qwen.head()):
+        for phase in ("fwd", "bwd"):
+            st, other = getattr(part, f"strided_bytes_{phase}"), getattr(part, f"other_bytes_{phase}")
+            assert 0 < st.per_token < other.per_token  # RMSNorm's broadcasts are strided, its casts and SiLU are not
+
+
+def test_a_config_json_with_nulls_lists_and_many_experts_is_read(tmp_path) -> None:
+    """GPT-Neo writes "intermediate_size": null (a 4x MLP), Gemma-3n one MLP width per layer, Doge 16,384 experts:
+    transformers builds each, so the reader takes them (the first two were refused as a missing field and a wrong type)."""
+    import json
+
+    from knowledge.catalog import resolve_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**FALCON_TOY, "intermediate_size": None}))
+    assert resolve_model(str(path)).intermediate_size == 4 * 128
+    path.write_text(json.dumps({**QWEN3_TOY, "intermediate_size": [256, 512, 256]}))
+    assert resolve_model(str(path)).intermediate_size == 512
+    path.write_text(json.dumps({**QWEN3_TOY, "model_type": "qwen3_moe", "num_experts": 16384, "num_experts_per_tok": 8,
+                                "moe_intermediate_size": 64}))
+    assert resolve_model(str(path)).num_local_experts == 16384
+
+
+def test_lora_targets_peft_refuses_say_why() -> None:
+    """'all-linear' on a Mamba hybrid takes in Mamba's out_proj, which PEFT refuses: the error gives PEFT's reason and
+    the projections that can be named (it had said PEFT found none of them, then offered 'all-linear' again)."""
+    toy = {"model_type": "falcon_h1", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256, "mamba_d_ssm": 64,
+           "mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 16, "mamba_n_groups": 1, "mamba_chunk_size": 16}
+    with pytest.raises(AdvisorError) as e:
+        trace_model(toy, TraceVariant(trains="adapters", lora_targets="all-linear", lora_rank=4))
+    text = str(e.value)
+    assert "refuses" in text and "incompatible" in text
+    assert "q_proj" in text.split("instead:")[1] and "out_proj" not in text.split("instead:")[1]

@@ -7,10 +7,13 @@ ran 0.70-0.72x as long on the H200, as the bandwidth says; strided ones (non-con
 <128, ...>``, concatenations) ran 0.94-1.00x: they are bound by the SMs, not by memory. One rate per byte priced
 every memory-bound kernel at the bandwidth, so every traced step on the H200 came out ~9% fast.
 
-The model: the traced bytes of memory-bound kernels cost ``trace_stream_hbm_fraction / bandwidth`` plus
-``trace_stream_sm_cycles_per_byte / (SMs x clock)``; bytes of kernels that follow an index (routing) cost
-``1 / (bandwidth x trace_irregular_bytes_eff)`` more. Fitted by non-negative least squares on the relative error of
-the PyTorch cases (DeepSpeed's steps add its own copies, priced elsewhere), checked by leaving each family out.
+The model: the traced bytes of contiguous memory-bound kernels cost ``trace_stream_hbm_fraction / bandwidth`` plus
+``trace_stream_sm_cycles_per_byte / (SMs x clock)``; those of strided ones (off the vectorized path, which the trace
+tells apart since schema 19: ``probes.trace.strided``) ``trace_strided_sm_cycles_per_byte / (SMs x clock)``; bytes of
+kernels that follow an index (routing) cost ``1 / (bandwidth x trace_irregular_bytes_eff)`` more. Fitted by
+non-negative least squares on the relative error of the PyTorch cases (DeepSpeed's steps add its own copies, priced
+elsewhere), checked by leaving each family out, and on the six anatomies of grid h200-blind-families (2026-11-29),
+never fitted.
 
     python tests/benchmarks/kernel_rates.py > tests/benchmarks/kernel_rates.out.txt
 """
@@ -31,6 +34,7 @@ from models.training import derive
 
 LOGS = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own" / "logs"
 FILES = ("h100-anatomy-2026-11-24.jsonl", "h100-anatomy-2-2026-11-24.jsonl", "h200-anatomy-2026-11-24.jsonl")
+HELD_OUT = ("h200-anatomy-30-2026-11-29.jsonl",)  # six model types of grid h200-blind-families
 ATTENTION_FILES = FILES + ("h100-anatomy-3-2026-11-24.jsonl",)  # + Gemma-2/3 (head size 256) and Granite (64)
 MEMORY_KINDS = ("elementwise", "reduce", "copy", "sort_index_scatter")
 
@@ -66,36 +70,44 @@ def rows(files: tuple[str, ...] = FILES) -> list[dict]:
                         "head_size": arch.head_size, "attention_priced_s": attention_s,
                         "attention_s": r["by_kind_s"].get("attention", 0.0),
                         "sm": c.sm_cycles_per_s, "stream": total("other_bytes"), "irregular": total("irregular_bytes"),
+                        "strided": total("strided_bytes"),
                         "measured_s": sum(r["by_kind_s"].get(k, 0.0) for k in MEMORY_KINDS),
                         "pytorch": case.engine == "pytorch"})
     return out
 
 
-def terms(r: dict, with_sm: bool) -> np.ndarray:
-    """The three per-byte terms of ``r`` over its measured time (each weight multiplies one)."""
-    return np.array([r["stream"] / r["bw"], r["stream"] / r["sm"] if with_sm else 0.0, r["irregular"] / r["bw"]]) / r["measured_s"]
+def terms(r: dict, split: bool) -> np.ndarray:
+    """The per-byte terms of ``r`` over its measured time (each weight multiplies one): contiguous bytes at the
+    bandwidth and the SMs, strided ones at the SMs, indexed ones at the bandwidth; ``split`` False prices every byte
+    as the one rate it had before schema 19 (the strided term then stays 0)."""
+    contiguous = r["stream"] - (r["strided"] if split else 0.0)
+    return np.array([contiguous / r["bw"], contiguous / r["sm"], r["strided"] / r["sm"] if split else 0.0,
+                     r["irregular"] / r["bw"]]) / r["measured_s"]
 
 
-def fit(rs: list[dict], with_sm: bool) -> np.ndarray:
-    w, _ = nnls(np.array([terms(r, with_sm) for r in rs]), np.ones(len(rs)))
+def fit(rs: list[dict], split: bool) -> np.ndarray:
+    w, _ = nnls(np.array([terms(r, split) for r in rs]), np.ones(len(rs)))
     return w
 
 
-def errors(rs: list[dict], w: np.ndarray, with_sm: bool) -> list[float]:
-    return [float(terms(r, with_sm) @ w - 1.0) for r in rs]
+def errors(rs: list[dict], w: np.ndarray, split: bool) -> list[float]:
+    return [float(terms(r, split) @ w - 1.0) for r in rs]
 
 
-def report(label: str, rs: list[dict], with_sm: bool) -> np.ndarray:
-    w = fit(rs, with_sm)
-    e = errors(rs, w, with_sm)
+def report(label: str, rs: list[dict], split: bool, held_out: list[dict]) -> np.ndarray:
+    w = fit(rs, split)
+    e = errors(rs, w, split)
     held: list[float] = []
     for fam in sorted({r["family"] for r in rs}):
-        held += errors([r for r in rs if r["family"] == fam], fit([r for r in rs if r["family"] != fam], with_sm), with_sm)
+        held += errors([r for r in rs if r["family"] == fam], fit([r for r in rs if r["family"] != fam], split), split)
     by_gpu = {g: [x for x, r in zip(e, rs) if r["gpu"] == g] for g in sorted({r["gpu"] for r in rs})}
     gpus = ", ".join(f"{g}: signed {100 * np.mean(v):+.1f}% (n={len(v)})" for g, v in by_gpu.items())
-    eff = f"HBM fraction {w[0]:.3f} (bandwidth alone: eff {1 / w[0]:.3f})"
-    print(f"{label}: {eff}, SM cycles/byte {w[1]:.4f}, irregular eff {1 / w[2] if w[2] else float('nan'):.3f}; "
-          f"MAPE {100 * np.mean(np.abs(e)):.1f}%, {gpus}; each family left out: MAPE {100 * np.mean(np.abs(held)):.1f}%")
+    print(f"{label}: HBM fraction {w[0]:.3f}, SM cycles/byte contiguous {w[1]:.4f} strided {w[2]:.4f}, irregular eff "
+          f"{1 / w[3] if w[3] else float('nan'):.3f}; MAPE {100 * np.mean(np.abs(e)):.1f}%, {gpus}; each family left out: "
+          f"MAPE {100 * np.mean(np.abs(held)):.1f}%")
+    if held_out:
+        print("  never fitted (grid h200-blind-families): " + ", ".join(
+            f"{r['id'].split('-', 1)[1]} {x:+.0%}" for r, x in zip(held_out, errors(held_out, w, split))))
     return w
 
 
@@ -113,14 +125,15 @@ def attention_by_head_size(rs: list[dict]) -> None:
 if __name__ == "__main__":
     attention_by_head_size(rows(ATTENTION_FILES))
     print()
-    rs = rows()
+    rs, new = rows(), rows(HELD_OUT)
     pt = [r for r in rs if r["pytorch"]]
-    print(f"memory-bound kernel time of one step, {len(rs)} anatomy steps ({len(pt)} PyTorch), H100 and H200\n")
-    report("bandwidth only, PyTorch steps", pt, False)
-    w = report("bandwidth + SMs, PyTorch steps (adopted)", pt, True)
-    report("bandwidth + SMs, every step", rs, True)
+    print(f"memory-bound kernel time of one step, {len(rs)} anatomy steps ({len(pt)} PyTorch), H100 and H200; strided share "
+          f"of the traced bytes {100 * min(r['strided'] / r['stream'] for r in rs):.0f}-{100 * max(r['strided'] / r['stream'] for r in rs):.0f}%\n")
+    report("one rate per byte, PyTorch steps (before)", pt, False, new)
+    w = report("contiguous and strided apart, PyTorch steps (adopted)", pt, True, new)
+    report("contiguous and strided apart, every step", rs, True, [])
     print()
-    print(f"{'step':42s} {'GPU':>22s} {'GB':>6s} {'measured ms':>11s} {'model ms':>9s}")
-    for r, x in zip(rs, errors(rs, w, True)):
-        print(f"{r['id'][:42]:42s} {r['gpu'][-22:]:>22s} {r['stream'] / 1e9:6.0f} {1e3 * r['measured_s']:11.0f} "
-              f"{1e3 * r['measured_s'] * (1 + x):9.0f}")
+    print(f"{'step':42s} {'GPU':>22s} {'GB':>6s} {'strided':>7s} {'measured ms':>11s} {'model ms':>9s}")
+    for r, x in zip(rs + new, errors(rs + new, w, True)):
+        print(f"{r['id'][:42]:42s} {r['gpu'][-22:]:>22s} {r['stream'] / 1e9:6.0f} {r['strided'] / r['stream']:7.0%} "
+              f"{1e3 * r['measured_s']:11.0f} {1e3 * r['measured_s'] * (1 + x):9.0f}")
