@@ -37,19 +37,20 @@ class Efficiencies(BaseModel):
     fp32_gemm_eff: float = _p(0.6, "measured: products of fp32 inputs (SDPA's math path, fp32 experts) reach ~60% of the datasheet FP32 rate on the CUDA cores (own H100 anatomy of Falcon-7B LoRA, 2026-11-25, probes/anatomy_cases_6b.jsonl: 7.3 TFLOP of fp32 attention products in 0.186 s, 0.58 of 67 TFLOP/s)", 0.05, 1)
     trace_gemm_half_rows: float = _p(273.0, "fitted (anatomy, above): rows per GEMM (per expert for routed experts' grouped GEMM) at which the efficiency is half its maximum", 1)
     # memory-bound kernels: contiguous ones stream at the bandwidth, strided ones (off PyTorch's vectorized path: a
-    # broadcast or non-contiguous operand, a concatenation, an outer reduction; the trace tells them apart since schema
-    # 19, ``probes.trace.strided``) are bound by the SMs: on an H200 (same SMs and clock, 1.41x the bandwidth) the
-    # first ran 0.71x as long as on an H100, the second 0.94-1.00x. Fitted by non-negative least squares on both GPUs'
-    # kernel times (15 PyTorch and DeepSpeed cases each, 2026-11-24, logs/h{100,200}-anatomy*;
-    # tests/benchmarks/kernel_rates.py): memory-bound time of the PyTorch steps 3.9% MAPE, 5.1% with each family left
-    # out (one rate per byte for both kinds: 4.7% / 5.7%); held out, the six anatomies of grid h200-blind-families
-    # (logs/h200-anatomy-30-2026-11-29.jsonl): Bamba's and Granite-MoE-Hybrid's Mamba-2 scans -38% -> -25%,
-    # DeepSeek-V4 -18% -> -13%, GPT-Neo's eager attention +2% -> -10%
-    trace_stream_hbm_fraction: float = _p(0.692, "fitted (kernel_rates, above): the share of a traced contiguous memory-bound byte that costs HBM time at the probed bandwidth (the trace counts every op's reads and writes; some stay in L2)", 0.05, 1)
+    # broadcast or non-contiguous operand, a concatenation, an outer reduction; and a softmax's row passes) are bound by
+    # the SMs; the trace tells them apart since schema 19/20 (``probes.trace.strided``, ``ROW_PASSES``): on an H200
+    # (same SMs and clock, 1.41x the bandwidth) the first ran 0.71x as long as on an H100, the second 0.94-1.00x.
+    # Fitted by non-negative least squares on both GPUs' kernel times (15 PyTorch and DeepSpeed cases each, 2026-11-24,
+    # logs/h{100,200}-anatomy*; tests/benchmarks/kernel_rates.py): memory-bound time of the PyTorch steps 3.9% MAPE,
+    # 5.6% with each family left out (one rate per byte for both kinds: 4.7% / 5.7%); never fitted, the six anatomies
+    # of grid h200-blind-families (logs/h200-anatomy-30-2026-11-29.jsonl): Bamba's and Granite-MoE-Hybrid's Mamba-2
+    # scans -38% -> -28%, DeepSeek-V4 -18% -> -12%, Doge -10% -> -3%, GPT-Neo's eager attention +2% -> +2%, GLM-4-MoE
+    # +15% -> +20%
+    trace_stream_hbm_fraction: float = _p(0.729, "fitted (kernel_rates, above): the share of a traced contiguous memory-bound byte that costs HBM time at the probed bandwidth (the trace counts every op's reads and writes; some stay in L2)", 0.05, 1)
     trace_gemm_bytes_eff: float = _p(0.80, "fitted (the bandwidth-only fit of kernel_rates, above, as before it): a traced GEMM bound by its bytes (weights streamed for few rows) moves them at 80% of the probed bandwidth", 0.05, 1)
-    trace_stream_sm_cycles_per_byte: float = _p(0.0206, "fitted (kernel_rates, above): the SM-bound share of a traced contiguous memory-bound byte, in SM clock cycles over all SMs (GPUSpec.sm_cycles_per_s)", 0, 1)
-    trace_strided_sm_cycles_per_byte: float = _p(0.132, "fitted (kernel_rates, above): a traced strided memory-bound byte (off the vectorized path) in SM clock cycles over all SMs: the generic kernel computes each element's offsets", 0, 2)
-    trace_irregular_bytes_eff: float = _p(0.463, "fitted (kernel_rates, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) cost 1/(bandwidth x this) per byte beyond the streaming cost", 0.02, 5)
+    trace_stream_sm_cycles_per_byte: float = _p(0.0202, "fitted (kernel_rates, above): the SM-bound share of a traced contiguous memory-bound byte, in SM clock cycles over all SMs (GPUSpec.sm_cycles_per_s)", 0, 1)
+    trace_strided_sm_cycles_per_byte: float = _p(0.124, "fitted (kernel_rates, above): a traced strided memory-bound byte (off the vectorized path, or a softmax's) in SM clock cycles over all SMs: the generic kernel computes each element's offsets", 0, 2)
+    trace_irregular_bytes_eff: float = _p(0.474, "fitted (kernel_rates, above): kernels that follow an index (MoE routing's gathers and scatters, sorts, lookups) cost 1/(bandwidth x this) per byte beyond the streaming cost", 0.02, 5)
     attention_eff: float = _p(0.5, "prior: FlashAttention-2 forward+backward ~50% of dense peak", 0.05, 1)
     # fused attention's rate by head size, against the head size 128 that attention_eff was fitted on (FlashAttention /
     # cuDNN tile a head of 64 with less work per load, run 96 in the 128 kernel padded, shrink the tiles for 256).

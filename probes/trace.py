@@ -240,6 +240,12 @@ def _fp32_grouped_mm(func: Any, args: tuple, kwargs: dict, c: _Counter) -> Any:
     return func(*proxy, **kwargs).to(torch.float32)
 
 
+# A softmax reads its rows in several passes (max, sum of exponentials, normalize) inside one kernel: it does not stream.
+# Measured on one H200 (logs/h200x1-eager-scores-2026-11-29.jsonl): the fp32 softmax of 16-bit scores at 0.88-1.17
+# TB/s of the bytes it moves, its backward at 2.2, where a contiguous copy streams at 4.3
+ROW_PASSES = {"_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data"}
+
+
 def strided(ins: list[Any], outs: list[Any]) -> bool:
     """Does a memory-bound kernel leave PyTorch's vectorized path? That path takes operands that are all contiguous and
     of the output's shape; a broadcast operand, a non-contiguous one, a concatenation or a reduction over other than
@@ -297,7 +303,7 @@ def _mode(c: _Counter) -> Any:
                 c.other_bytes[c.phase] += moved
                 if name.lstrip("_") in IRREGULAR or name in IRREGULAR:
                     c.irregular_bytes[c.phase] += moved
-                elif strided(ins, outs):
+                elif name in ROW_PASSES or strided(ins, outs):
                     c.strided_bytes[c.phase] += moved
             return out
 

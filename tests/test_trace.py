@@ -793,6 +793,9 @@ def test_kernels_off_the_vectorized_path_are_told_apart() -> None:
         for phase in ("fwd", "bwd"):
             st, other = getattr(part, f"strided_bytes_{phase}"), getattr(part, f"other_bytes_{phase}")
             assert 0 < st.per_token < other.per_token  # RMSNorm's broadcasts are strided, its casts and SiLU are not
+    # eager attention's softmax over the s x s scores runs row passes, not a stream: the s² bytes are strided ones too
+    eager = trace_model(QWEN3_TOY, TraceVariant(trains="all", attention="eager"))
+    assert eager.layer.strided_bytes_fwd.per_token_seq > 0 and eager.layer.strided_bytes_bwd.per_token_seq > 0
 
 
 def test_a_config_json_with_nulls_lists_and_many_experts_is_read(tmp_path) -> None:
