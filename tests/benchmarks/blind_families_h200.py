@@ -1,20 +1,31 @@
-"""Six model types never run, on one H200 (2026-11-29, eighteenth session): GPT-Neo, Doge, GLM-4-MoE, DeepSeek-V4,
-Bamba and Granite-MoE-Hybrid as transformers 5.17's default configs (grid ``h200-blind-families``), predicted and
-stored before they ran, without a profile and with the bundled h200x1 one. Held out: not fitted.
+"""Model types never run, on one H200 (2026-11-29, eighteenth session), each grid predicted and stored before it ran,
+without a profile and with the bundled h200x1 one; held out, not fitted.
+
+- ``h200-blind-families``: GPT-Neo, Doge, GLM-4-MoE, DeepSeek-V4, Bamba and Granite-MoE-Hybrid as transformers 5.17's
+  default configs. The anatomy of six of its cases (logs/h200-anatomy-30-2026-11-29.jsonl) showed the kernels the
+  trace then told apart (strided memory-bound kernels, schema 19-20): its "code of today" column is not held out from
+  that rule's design.
+- ``h200-strided-check``: after that rule (stored with schema 19): Falcon-H1, Granite-MoE-Hybrid and Bamba in other
+  configurations, Kimi-Linear, DeepSeek-V4, GPT-Neo, Doge, GLM-4-MoE QLoRA, SmolLM3, LFM2; the code before the rule
+  (0d53f90) predicted it after the runs (``…-predictions-commit-0d53f90-…``).
 
     python -m tests.benchmarks.blind_families_h200 > tests/benchmarks/blind_families_h200.out.txt
 """
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import compare_grid
+from tests.benchmarks.stored_predictions import compare, compare_grid
 
-GRID = "h200-blind-families"
+GRIDS = {"h200-blind-families": "one H200, six model types never run (held out)",
+         "h200-strided-check": "one H200, after the strided kernels' rule (held out)"}
 
 
 def main() -> None:
-    compare_grid(GRID, "one H200, six model types never run (held out)", "h200x1",
-                 measured=f"logs/{GRID}-2026-11-29.jsonl", date="2026-11-29")
+    for grid, where in GRIDS.items():
+        compare_grid(grid, where, "h200x1", measured=f"logs/{grid}-2026-11-29.jsonl", date="2026-11-29")
+    print("== h200-strided-check: the code before the strided kernels' rule (commit 0d53f90), without a profile")
+    compare(["logs/h200-strided-check-2026-11-29.jsonl"], ["h200-strided-check-predictions-commit-0d53f90-2026-11-29.jsonl"],
+            label="the code of 0d53f90")
 
 
 if __name__ == "__main__":
