@@ -498,7 +498,7 @@ def _with_adapters(model: Any, v: TraceVariant) -> Any:
         return peft.get_peft_model(model, lcfg)
     except ValueError as e:
         names = _layer_linear_names(model)
-        if "not found" in str(e) or "none of" in str(e).lower():
+        if "not found" in str(e):  # PEFT 0.21: "Target modules {...} not found in the base model"
             raise AdvisorError(f"LoRA targets {v.lora_targets!r}: PEFT finds none of them in this model; "
                                f"its projections: {', '.join(names)}, or 'all-linear'") from None
         # PEFT found them and refuses some (Mamba's out_proj on a hybrid, which 'all-linear' takes in): its own reason
