@@ -1,7 +1,8 @@
 """What `advisor recommend` ranked first, run: each job's top-ranked configurations (ranks in the run ids) on one H100
 (two sets: eight jobs) and on two H200s, 2026-11-24, and Phi-3 LoRA with its default targets, Falcon-7B and GLM-4-9B
 LoRA (families never run before that day) on one H100, 2026-11-25, and OLMoE pre-training on two H100s with ZeRO-3's held
-experts counted, 2026-11-27;
+experts counted, 2026-11-27; GLM-4-MoE, GPT-Neo and Doge (model types never run on two GPUs) on two H200s, 2026-11-29
+(held out: ``logs/``);
 predictions stored before each call (``knowledge/measurements/own/logs/<set>-predictions-<date>.jsonl``; the code that made them is the commit that added that file). Per
 job: did the configuration ranked first (the stored prediction's fastest fitting) run, and was it within 5% of the
 fastest measured? Runs that crashed for a reason of the harness (a package not carried) are not scored.
@@ -17,7 +18,8 @@ from collections import defaultdict
 from tests.benchmarks.stored_predictions import OWN, Pair, compare, lines, score
 
 SETS = {"h100-recommend-groups": "2026-11-24", "h100-recommend-groups-2": "2026-11-24", "h200x2-recommend-groups": "2026-11-24",
-        "h100-phi3-default-targets": "2026-11-25", "h100-recommend-unseen": "2026-11-25", "h100x2-recommend-moe": "2026-11-27"}
+        "h100-phi3-default-targets": "2026-11-25", "h100-recommend-unseen": "2026-11-25", "h100x2-recommend-moe": "2026-11-27",
+        "h200x2-new-type-groups": "2026-11-29"}
 WITHIN = 0.05
 
 
@@ -48,7 +50,7 @@ def groups(pairs: list[Pair], ids: list[str]) -> None:
 
 if __name__ == "__main__":
     for m, date in SETS.items():
-        files = [f"{m}-{date}.jsonl"]
+        files = [f"{m}-{date}.jsonl" if (OWN / f"{m}-{date}.jsonl").exists() else f"logs/{m}-{date}.jsonl"]  # held out
         stored, today = compare(files, [f"{m}-predictions-{date}.jsonl"])
         ids = [r["case"]["id"] for f in files for r in lines(OWN / f)
                if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
