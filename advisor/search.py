@@ -46,6 +46,7 @@ class SearchSpec:
     engines: tuple[str, ...] = ("deepspeed",)
     headroom: float = 0.0  # fraction of usable GPU memory to leave free
     lora_rank: int = 64
+    lora_targets: tuple[str, ...] | str | None = None  # PEFT's target_modules (names, or "all-linear"); None: the model's
     micro_batches: tuple[int, ...] = MICRO_BATCHES
     nodes: int = 1  # identical servers joined by a network
     network: str | None = None  # fabric name[:NICs]; default: the server's usual fabric
@@ -122,9 +123,12 @@ def make_case(spec: SearchSpec, knobs: dict[str, Any], gpus: int, idx: int = 0) 
     network = {}
     if spec.nodes > 1:
         network = {k: v for k, v in (("nodes", spec.nodes), ("network", spec.network), ("inter_node_gbps", spec.inter_node_gbps)) if v is not None}
+    targets = {}
+    if spec.lora_targets is not None and knobs.get("method") in ("lora", "qlora"):
+        targets["lora_targets"] = spec.lora_targets if isinstance(spec.lora_targets, str) else list(spec.lora_targets)
     return TrainCase(
         id=f"pick-{idx}", hardware=spec.hardware, model=spec.model, task=spec.task, gpus=gpus,
-        seq_len=spec.seq_len, lora_rank=spec.lora_rank, **network, **knobs,
+        seq_len=spec.seq_len, lora_rank=spec.lora_rank, **network, **targets, **knobs,
     )
 
 
@@ -156,6 +160,10 @@ class Evaluator:
         self.cache: dict[tuple, Candidate | None] = {}
         self.cannot_run: dict[str, TrainCase] = {}  # why a configuration could not be traced: the first case of each
         self.limit_gib = usable_gib(self.platform.gpu.memory_gib, self.eff) * (1 - spec.headroom)
+        if spec.lora_targets is not None and {"lora", "qlora"} & set(spec.method_choices()):
+            # names the model lacks (or that PEFT refuses) are the user's error, said once with PEFT's reason and the
+            # names that exist, not every adapter configuration found unrunnable by the search
+            self.traces.trace(self.arch, make_case(spec, {"method": "lora", "engine": spec.engines[0]}, self.gpus))
 
     def case(self, knobs: dict[str, Any]) -> TrainCase:
         """The case of one configuration, with the model's own LoRA targets where it lacks the usual ones."""
@@ -174,17 +182,22 @@ class Evaluator:
         return best
 
     def evaluate(self, knobs: dict[str, Any]) -> Candidate | None:
-        """The prediction for one configuration, or None when it cannot fit."""
+        """The prediction for one configuration, or None when it cannot fit (or repeats another: fused attention asked of
+        a model that has none)."""
         key = tuple(sorted(knobs.items()))
         if key not in self.cache:
             case = self.case(knobs)
             try:
-                self.traces.trace(self.arch, case)
+                trace = self.traces.trace(self.arch, case)
             except AdvisorError as e:  # the model's own code cannot run this configuration: it is not a pick
                 self.cannot_run.setdefault(str(e), case)
                 self.cache[key] = None
                 return None
-            if self.memory_gib(case) > self.limit_gib:
+            if case.flash_attention and trace is not None and trace.attention_used != "sdpa":
+                # the model's code has no fused attention (GPT-Neo, DeepSeek-V4: eager only): asking for it runs eager,
+                # so the row would repeat the eager one under a name that is not what runs
+                self.cache[key] = None
+            elif self.memory_gib(case) > self.limit_gib:
                 self.cache[key] = None
             else:
                 c = self.predict(case)

@@ -295,3 +295,48 @@ def test_configurations_the_models_code_cannot_run_are_skipped_with_their_reason
     assert d["recommendations"] and all(it["configuration"]["engine"] == "deepspeed" for it in d["recommendations"])
     assert len(d["cannot_run"]) == 1 and "BF16" in d["cannot_run"][0]["why"]
     assert "PyTorch" in d["cannot_run"][0]["example"]
+
+
+def test_lora_targets_as_peft_takes_them_reach_every_adapter_pick_and_the_recipe(tmp_path):
+    """Phi-3 fuses q/k/v into qkv_proj: LoRA on the model's own names is searched, each adapter pick carries them, and
+    the printed recipe passes them to PEFT (recommend had no way to name them: only predict did)."""
+    from knowledge.paths import BUNDLED
+
+    model = str(BUNDLED / "data" / "configs" / "phi-3-mini-4k.json")
+    args = ("--hardware", "h100x1", "--task", "finetune", "--model", model, "--lora-targets", "qkv_proj,o_proj")
+    r = recommend(*args, "--method", "lora,qlora", "--json", "--out-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    picks = json.loads(r.stdout)["recommendations"]
+    assert picks and all(p["configuration"]["method"] in ("lora", "qlora") for p in picks)
+    assert all(p["configuration"]["lora_targets"] == ["qkv_proj", "o_proj"] for p in picks)
+    r = recommend(*args, "--top", "1", "--out-dir", str(tmp_path))
+    assert "target_modules=['qkv_proj', 'o_proj']" in " ".join(r.stdout.split()), r.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--lora-targets", "q_proj,v_proj"), ("q_proj", "qkv_proj")),  # names Phi-3 lacks: PEFT's reason, the names it has
+    (("--method", "lora,dora"), ("'dora'", "full, lora, qlora")),
+    (("--lora-targets", "all-linear,o_proj"), ("all-linear",)),
+])
+def test_bad_methods_and_lora_targets_are_one_line_naming_the_valid_ones(tmp_path, args, words):
+    from knowledge.paths import BUNDLED
+
+    model = str(BUNDLED / "data" / "configs" / "phi-3-mini-4k.json")
+    r = recommend("--hardware", "h100x1", "--task", "finetune", "--model", model, *args, "--out-dir", str(tmp_path))
+    assert r.exit_code != 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and all(w in lines[0] for w in words), r.stderr
+
+
+def test_fused_attention_is_no_pick_of_a_model_that_has_none(tmp_path):
+    """GPT-Neo's code has no SDPA path: asked for flash it runs eager, so a "flash" row would repeat an eager one under
+    a name that is not what runs (the table listed each configuration twice, with one prediction)."""
+    from knowledge.paths import BUNDLED
+
+    model = str(BUNDLED / "data" / "configs" / "gpt-neo-defaults.json")
+    r = recommend("--hardware", "h200x2", "--task", "pretrain", "--model", model, "--top", "6", "--json",
+                  "--out-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    picks = json.loads(r.stdout)["recommendations"]
+    assert len(picks) == 6 and not any(p["configuration"]["flash_attention"] for p in picks)
+    assert len({(p["tokens_per_s"], p["peak_mem_gib"]) for p in picks}) == 6

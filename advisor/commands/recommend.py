@@ -59,6 +59,8 @@ def recommend(
     global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=MAX_GLOBAL_BATCH, help="Sequences per optimizer step over all GPUs (sets gradient accumulation).", rich_help_panel=JOB),
     global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens", min=1, max=1 << 40, help="Tokens per optimizer step over all GPUs (a multiple of --seq-len; instead of --global-batch).", rich_help_panel=JOB),
     lora_rank: int = typer.Option(64, "--lora-rank", min=1, max=1 << 16, help="LoRA / QLoRA adapter rank r (PEFT's LoraConfig(r=...)); at most the model's hidden size.", rich_help_panel=JOB),
+    method: Optional[str] = typer.Option(None, "--method", help="Training methods to search, comma-separated: full, lora, qlora (default: full for pretrain, all three for finetune).", rich_help_panel=JOB),
+    lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="LoRA / QLoRA target modules, PEFT's target_modules: comma-separated names as the model's code calls them (qkv_proj,o_proj) or all-linear (default: q/k/v/o projections, or the model's own attention projections).", rich_help_panel=JOB),
     gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=1 << 16, help="GPUs to use (default: all of the platform, times --nodes; serve: the most tensor parallelism may use).", rich_help_panel=HARDWARE),
     nodes: int = typer.Option(1, "--nodes", min=1, max=1 << 12, help="Identical servers of --hardware joined by a network (training).", rich_help_panel=HARDWARE),
     network: Optional[str] = typer.Option(None, "--network", help="With --nodes: the fabric between them, NAME[:NICs per node]: ib-hdr, ib-ndr, ib-xdr, roce-400, efa-p5, eth-100 … (default: what such a server usually has; see `advisor hardware`).", rich_help_panel=HARDWARE),
@@ -171,10 +173,12 @@ def recommend(
         from advisor.search import SearchSpec
         from advisor.train_recommend import recommend_train
 
+        methods = _methods(method, task)
+        targets = _lora_targets(lora_targets) if task == Task.finetune else None
         spec = SearchSpec(
             hardware=hardware, model=arch_model, task=task.value, gpus=gpus, seq_len=seq_len, global_batch=global_batch,
-            engines=engines, headroom=headroom if objective == Objective.headroom else 0.0, lora_rank=lora_rank,
-            nodes=nodes, network=network, inter_node_gbps=inter_node_gbps,
+            methods=methods, engines=engines, headroom=headroom if objective == Objective.headroom else 0.0,
+            lora_rank=lora_rank, lora_targets=targets, nodes=nodes, network=network, inter_node_gbps=inter_node_gbps,
         )
         found = recommend_train(spec, eff, prof, top=top, storage=storage, study_name=study_name, sampler=sampler.value,
                                 trials=trials, seed=seed, out_dir=out_dir, as_json=as_json, wide=wide,
@@ -188,14 +192,43 @@ def recommend(
         fail(f"cannot write into --out-dir {str(out_dir)!r}: {e.strerror or e}")
 
 
+def _methods(method: str | None, task: Task) -> tuple[str, ...] | None:
+    """--method as a tuple of training methods (None: the task's own); a bad name exits 2 naming the valid ones."""
+    from advisor.space import methods_for
+
+    if method is None:
+        return None
+    valid = methods_for(task.value)
+    names = tuple(dict.fromkeys(m.strip() for m in method.split(",") if m.strip()))
+    bad = next((m for m in names if m not in valid), None) if names else method
+    if bad is not None:
+        why = " (pre-training trains every weight)" if task == Task.pretrain and bad in ("lora", "qlora") else ""
+        fail(f"--method {bad!r} is not a method for --task {task.value}{why}; valid: {', '.join(valid)}", code=2)
+    return names
+
+
+def _lora_targets(targets: str | None) -> tuple[str, ...] | str | None:
+    """--lora-targets as PEFT takes them: "all-linear", or module names (checked against the model by the search)."""
+    if targets is None:
+        return None
+    names = tuple(dict.fromkeys(t.strip() for t in targets.split(",") if t.strip()))
+    if not names:
+        fail("--lora-targets '' names no module: give names (q_proj,v_proj) or all-linear, or leave it out", code=2)
+    if "all-linear" in names:
+        if len(names) > 1:
+            fail("--lora-targets all-linear stands alone: give it, or module names, not both", code=2)
+        return "all-linear"
+    return names
+
+
 # options only some tasks read: given to another, they would be dropped without a word
 _SERVING_ONLY = ("prompt_len", "output_len", "max_tpot_ms", "max_ttft_ms", "requests")
 _TRAINING_ONLY = ("seq_len", "global_batch", "global_batch_tokens", "objective", "headroom", "sampler", "trials", "seed",
                   "storage", "study_name")
 _IGNORED_BY = {
-    Task.pretrain: ("lora_rank", *_SERVING_ONLY),  # pre-training trains every weight: no adapter, no rank
+    Task.pretrain: ("lora_rank", "lora_targets", *_SERVING_ONLY),  # pre-training trains every weight: no adapter
     Task.finetune: _SERVING_ONLY,
-    Task.serve: ("lora_rank", *_TRAINING_ONLY),
+    Task.serve: ("lora_rank", "lora_targets", "method", *_TRAINING_ONLY),
 }
 
 
