@@ -2031,21 +2031,10 @@ def _new_type_groups_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
         k("glm-ft-r2-qlora-z2-mb8", "glm", "finetune", method="qlora", quantization="nf4", zero_stage=2,
           micro_batch_size=8, **glm),
         k("glm-ft-r5-lora-z2-mb4", "glm", "finetune", method="lora", zero_stage=2, micro_batch_size=4, **glm),
-        k("neo-pt-r1-z2-eager-mb4", "neo", "pretrain", zero_stage=2, flash_attention=False, micro_batch_size=4,
-          seq_len=2048),
-        k("neo-pt-r3-z0-eager-mb4", "neo", "pretrain", zero_stage=0, flash_attention=False, micro_batch_size=4,
-          seq_len=2048),
-        k("neo-pt-r5-z2-eager-mb2", "neo", "pretrain", zero_stage=2, flash_attention=False, micro_batch_size=2,
-          seq_len=2048),
-        k("doge-pt-r1-z2-mb32", "doge", "pretrain", zero_stage=2, flash_attention=False, micro_batch_size=32,
-          seq_len=2048),
-        k("doge-pt-r2-z0-mb32", "doge", "pretrain", zero_stage=0, flash_attention=False, micro_batch_size=32,
-          seq_len=2048),
-        k("doge-pt-r3-z2-mb16", "doge", "pretrain", zero_stage=2, flash_attention=False, micro_batch_size=16,
-          seq_len=2048),
-        k("doge-pt-r4-z3-mb32", "doge", "pretrain", zero_stage=3, flash_attention=False, micro_batch_size=32,
-          seq_len=2048),
-    ]
+    ] + [k(f"{m}-pt-{rank}-z{zero}{'-eager' if m == 'neo' else ''}-mb{mb}", m, "pretrain", zero_stage=zero,
+           micro_batch_size=mb, flash_attention=False, seq_len=2048)  # both models' code has eager attention only
+         for m, rank, zero, mb in (("neo", "r1", 2, 4), ("neo", "r3", 0, 4), ("neo", "r5", 2, 2), ("doge", "r1", 2, 32),
+                                   ("doge", "r2", 0, 32), ("doge", "r3", 2, 16), ("doge", "r4", 3, 32))]
 
 
 def _new_type_regimes_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:

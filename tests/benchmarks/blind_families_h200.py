@@ -14,15 +14,14 @@ without a profile and with the bundled h200x1 one; held out, not fitted.
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import compare, compare_grid
+from tests.benchmarks.stored_predictions import compare, compare_grids
 
 GRIDS = {"h200-blind-families": "one H200, six model types never run (held out)",
          "h200-strided-check": "one H200, after the strided kernels' rule (held out)"}
 
 
 def main() -> None:
-    for grid, where in GRIDS.items():
-        compare_grid(grid, where, "h200x1", measured=f"logs/{grid}-2026-11-29.jsonl", date="2026-11-29")
+    compare_grids(GRIDS, "h200x1", "2026-11-29")
     print("== h200-strided-check: the code before the strided kernels' rule (commit 0d53f90), without a profile")
     compare(["logs/h200-strided-check-2026-11-29.jsonl"], ["h200-strided-check-predictions-commit-0d53f90-2026-11-29.jsonl"],
             label="the code of 0d53f90")

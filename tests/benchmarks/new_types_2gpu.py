@@ -11,15 +11,14 @@ without a profile and with the bundled h200x2 one; held out, not fitted.
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import compare_grid
+from tests.benchmarks.stored_predictions import compare_grids
 
 GRIDS = {"h200x2-new-type-groups": "two H200s, recommend's picks for three model types never run on two GPUs (held out)",
          "h200x2-new-type-regimes": "two H200s, model types first run last session, in ZeRO-3, offload, 8k (held out)"}
 
 
 def main() -> None:
-    for grid, where in GRIDS.items():
-        compare_grid(grid, where, "h200x2", measured=f"logs/{grid}-2026-11-29.jsonl", date="2026-11-29")
+    compare_grids(GRIDS, "h200x2", "2026-11-29")
 
 
 if __name__ == "__main__":

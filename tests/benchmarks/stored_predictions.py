@@ -68,3 +68,9 @@ def compare_grid(grid: str, where: str, profile: str, measured: str | None = Non
         print(f"== {grid}: {where}, {label}")
         compare([measured or f"{grid}-{date}.jsonl"], [preds], prof)
         print()
+
+
+def compare_grids(grids: dict[str, str], profile: str, date: str) -> None:
+    """Each held-out grid (name -> where it ran) against its stored predictions, its rows under ``logs/``."""
+    for grid, where in grids.items():
+        compare_grid(grid, where, profile, measured=f"logs/{grid}-{date}.jsonl", date=date)
