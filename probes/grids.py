@@ -2065,7 +2065,21 @@ def _new_type_regimes_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-new-type-groups": lambda: _new_type_groups_2gpu("h200x2", "h200x2ng"),
+def _falcon_h1_memory_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, nineteenth): how Falcon-H1's memory grows with the length on two GPUs (its Mamba-2 torch
+    path allocates per chunk of 256 tokens; its 2k runs had run out of memory on an H100): LoRA ZeRO-2 on the attention,
+    Mamba input and MLP projections at 1k and 1.5k, with recomputation at 1.5k and at 2k (predicted not to fit: P(OOM)
+    0.86). Stored before they run."""
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "in_proj", "gate_proj", "up_proj", "down_proj"]
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 110}
+    return [_case(hw, f"{prefix}-fh1-lora-z2{'-rc' if rc else ''}-s{seq}", CONFIGS + "falcon-h1-8l.json", "finetune",
+                  gpus=2, engine="deepspeed", method="lora", lora_targets=targets, zero_stage=2, recompute=rc,
+                  seq_len=seq, **run)
+            for seq, rc in ((1024, False), (1536, False), (1536, True), (2048, True))]
+
+
+GRIDS: dict[str, Any] = {"h200x2-falcon-h1-memory": lambda: _falcon_h1_memory_2gpu("h200x2", "h200x2fm"),
+                         "h200x2-new-type-groups": lambda: _new_type_groups_2gpu("h200x2", "h200x2ng"),
                          "h200x2-new-type-regimes": lambda: _new_type_regimes_2gpu("h200x2", "h200x2nr"),
                          "h200-strided-check": lambda: _strided_check("h200x1", "h200sc"),
                          "h200-blind-families": lambda: _blind_families_h200("h200x1", "h200bf"),
