@@ -126,6 +126,7 @@ class Efficiencies(BaseModel):
     logits_bytes_per_vocab: float = _p(12.0, "bf16 logits 2 B + fp32 upcast 4 B + log-softmax 4 B + grad transient, per token per vocab entry", 0, 64)
     workspace_gib: float = _p(0.3, "prior: cuBLAS/cuDNN workspaces and small buffers counted by max_memory_allocated", 0, 8)
     reserved_gib: float = _p(1.0, "prior: CUDA context, NCCL buffers and fragmentation outside max_memory_allocated", 0, 16)
+    layer_block_reserved_fraction: float = _p(0.7, "measured: of a decoder layer's largest single block (the trace's), what the caching allocator reserved beyond the tensors at the peak on the five Mamba-2 torch-path runs that ran (Falcon-H1 at 512 and 1,024, Granite-MoE-Hybrid at 256 and 512, Bamba at 512; 0.67-0.75, 2026-11-29, logs/h200*-strided-check, -blind-families, h200x2-new-type-regimes, h200x2-falcon-h1-memory); the three that ran out are in sample (models.memory.fragmentation_bytes)", 0, 1)
     # --- serving
     weight_stream_eff: float = _p(0.8, "prior: skinny decode GEMMs (GEMV) stream weights at ~75-90% of HBM peak (cuBLAS; TensorRT-LLM batch-1 decode)", 0.05, 1)
     kv_read_eff: float = _p(0.6, "prior: decode attention (SDPA / FlashDecoding) reads the KV cache at ~50-70% of HBM peak; few heads leave SMs idle", 0.05, 1)

@@ -371,6 +371,8 @@ class TrainPrediction(BaseModel):
     # probability of running out of GPU memory or host RAM, from the memory model's held-out error in its regime;
     # fits is true only when it is at most 0.05 (models.oom)
     p_oom: float | None = None
+    # what the verdict weighs against the usable memory: the peak + the block the caching allocator must find again
+    required_gib: float | None = None
     model_tflops_per_gpu: float | None = None  # model FLOPs per second per GPU (MFU numerator)
     host_capacity_gib: float | None = None  # usable host RAM of the node (plus its swap) the verdict was made against
     host_swap_gib: float | None = None  # of host_mem_gib, what only fits by spilling beyond RAM into the node's swap

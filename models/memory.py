@@ -477,6 +477,20 @@ def training_memory(s: TrainSetup, eff: Efficiencies) -> TrainMemory:
     return TrainMemory(st.weights, step - st.weights, st.optimizer_states, 0.0, 0.0, eff.workspace_gib * GiB, st.host)
 
 
+def fragmentation_bytes(s: TrainSetup, eff: Efficiencies) -> float:
+    """What the caching allocator holds beside the tensors when a decoder layer's largest temporary is asked for again:
+    the tensors a layer saves after it are carved from its freed block, so the next layer's request finds no free block
+    that large and the allocator reserves a new one, beside what is left of the old (``layer_block_reserved_fraction``
+    of the block). The trace's largest allocation inside a layer's forward; 0 for the hand count, whose largest (the
+    MLP's intermediate) the fitted spread of ``models.oom`` covers. Falcon-H1's Mamba-2 torch path asks for 8 GiB per
+    256-token chunk: LoRA on two H200s ran at 1k (78.5 GiB allocated, 102.6 reserved) and at 1.5k, 114.6 GiB predicted,
+    asked for 48 GiB more with 66 allocated and 104 reserved (grid h200x2-falcon-h1-memory, 2026-11-29)."""
+    if s.trace is None:
+        return 0.0
+    block = max(s.trace.largest_layer_alloc_bytes.at(s.case.micro_batch_size, s.case.seq_len), 0.0)
+    return eff.layer_block_reserved_fraction * block
+
+
 def usable_gib(memory_gib: float, eff: Efficiencies) -> float:
     """Device memory a process can fill with tensors: total less context, NCCL and fragmentation."""
     return memory_gib - eff.reserved_gib

@@ -5,15 +5,19 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from knowledge.efficiency import Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase, TrainPrediction
 from knowledge.traces import ArchTrace
 from knowledge.units import GiB
 from models.calibration import Calibration
-from models.memory import (STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, host_pinned_bytes, host_swept_bytes, training_memory,
-                           usable_gib)
+from models.memory import (STAGE3_PERSISTENCE_THRESHOLD, TrainMemory, fragmentation_bytes, host_pinned_bytes,
+                           host_swept_bytes, training_memory, usable_gib)
 from models.oom import P_OOM_FITS, oom_risk
 from models.setup import TrainSetup, derive
 from models.step_time import StepTime, model_flops_per_step, tokens_per_step, training_step_time
+
+
+FRAGMENTATION_NAMED = 0.1  # of the need: the allocator's reserve beside the tensors named in the message from this share on
 
 
 def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str | None, str | None, float]:
@@ -24,14 +28,19 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
                        "it, where DeepSpeed has not gathered it (mark that module a ZeRO-3 leaf with "
                        "deepspeed.utils.set_z3_leaf_modules, or use ZeRO-2)"), "crash", 1.0
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
-    peak = mem.peak / GiB
+    need = required_gib(s, mem, cal.eff)
     host_gib = mem.host / GiB
     host_cap = host_capacity_gib(cal)
-    risk = oom_risk(peak, cap, host_gib, host_cap)
+    risk = oom_risk(need, cap, host_gib, host_cap)
     p = risk.total
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
-    if peak > cap:
-        return False, f"needs {round_up(peak)} GiB per GPU, {round_down(cap)} GiB usable of {s.platform.gpu.memory_gib:.1f}", "device_oom", p
+    held = fragmentation_bytes(s, cal.eff) / GiB
+    # the allocator's reserve beside the tensors, when a sizeable part of the need, is named: it is not in the peak
+    again = f" ({round_up(mem.peak / GiB)} GiB of tensors, {round_up(held)} the allocator holds as each layer asks for its " \
+        "largest block again)" if held > FRAGMENTATION_NAMED * need else ""
+    if need > cap:
+        return False, (f"needs {round_up(need)} GiB per GPU{again}, {round_down(cap)} GiB usable of "
+                       f"{s.platform.gpu.memory_gib:.1f}"), "device_oom", p
     swap = f" and {round_down(cal.host_swap_gib, 0)} GiB of swap" if cal.host_swap_gib else ""
     if host_gib > host_cap:
         return False, f"needs {round_up(host_gib, 0)} GiB of host RAM, {round_down(cal.host_ram_gib, 0)} GiB usable on the node{swap}", "host_oom", p
@@ -41,9 +50,16 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     if p > P_OOM_FITS:
         where = "GPU memory" if risk.device >= risk.host else "host RAM" + (" and swap" if swap else "")
         failure = "device_oom" if where == "GPU memory" else "host_oom"
-        used = peak / cap if failure == "device_oom" else host_gib / host_cap
-        return False, f"too close to the limit: {used:.0%} of usable {where}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p
+        used = need / cap if failure == "device_oom" else host_gib / host_cap
+        why = f"{used:.0%} of usable {where}{again if failure == 'device_oom' else ''}"
+        return False, f"too close to the limit: {why}, P(OOM) {p:.0%} > {P_OOM_FITS:.0%}", failure, p
     return True, None, None, p
+
+
+def required_gib(s: TrainSetup, mem: TrainMemory, eff: Efficiencies) -> float:
+    """What the verdict weighs against the usable memory: the peak and what the allocator holds beside it as each
+    decoder layer asks for its largest block again (``models.memory.fragmentation_bytes``)."""
+    return (mem.peak + fragmentation_bytes(s, eff)) / GiB
 
 
 def swap_paging_s(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> float:
@@ -119,6 +135,6 @@ def predict_training(
         breakdown=breakdown(mem, t), interval=interval, host_mem_gib=mem.host / GiB,
         capacity_gib=platform.gpu.memory_gib, why_not_fits=why, failure=failure,
         model_tflops_per_gpu=model_flops_per_step(s) / step / 1e12,
-        host_capacity_gib=host_capacity_gib(cal), p_oom=round(p, 4),
+        host_capacity_gib=host_capacity_gib(cal), p_oom=round(p, 4), required_gib=required_gib(s, mem, cal.eff),
         host_swap_gib=round(mem.host / GiB - cal.host_ram_gib, 2) if fits and mem.host / GiB > cal.host_ram_gib else None,
     )

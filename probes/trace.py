@@ -30,6 +30,7 @@ from knowledge.traces import ArchTrace, Gemm, ParamTrace, Part, Poly, TraceVaria
 SEQS = (120, 184, 248)  # token counts that no model dimension equals, so a product's token side is unambiguous
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"}
 _BLOCK = re.compile(r"\.\d+\.")
+_LAYER = re.compile(r"\.\d+$")  # a numbered decoder block itself (``model.layers.3``, ``transformer.h.0``)
 
 
 def in_block(module_name: str) -> bool:
@@ -147,6 +148,8 @@ class _Counter:
         self.outside: set[tuple[str, int]] = set()
         self.live = 0.0
         self.peak = 0.0
+        self.in_layer = 0  # > 0 while a decoder layer's forward runs (a recomputed one in backward too)
+        self.largest_in_layer = 0.0  # the largest single allocation made there (``ArchTrace.largest_layer_alloc_bytes``)
         self._refs: dict[int, Any] = {}
 
     def track(self, t: Any) -> None:
@@ -159,6 +162,8 @@ class _Counter:
         n = st.nbytes()
         self.live += n
         self.peak = max(self.peak, self.live)
+        if self.in_layer:
+            self.largest_in_layer = max(self.largest_in_layer, n)
 
         def freed(_ref: Any, key: int = key, n: int = n) -> None:
             self.live -= n
@@ -630,6 +635,9 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     def shift(d: int) -> Any:
         return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
 
+    def shift_layer(d: int) -> Any:
+        return lambda *_: setattr(c, "in_layer", c.in_layer + d)
+
     def enter(m: Any, *_: Any) -> None:
         c.running[id(m)] += 1
 
@@ -641,6 +649,9 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
         for p in mod.parameters(recurse=False):
             holders[p.untyped_storage()._cdata].add(id(mod))
         hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
+    for name, mod in model.named_modules():  # the decoder layers themselves (``model.layers.3``)
+        if _LAYER.search(name):
+            hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1))]
     names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
     c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}
     for mod in model.modules():  # kernels of PEFT's LoRA wrappers beyond their base layer's, told apart
@@ -782,6 +793,7 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "adapter_kernels_fwd": cs[0].adapter_kernels,
         "saved_bytes": fit([r["saved"] for r in runs]),
         "peak_extra": fit([r["peak"] - r["saved"] for r in runs]),
+        "largest_layer_alloc": fit([r["c"].largest_in_layer for r in runs]),
     }
 
 
@@ -1025,9 +1037,10 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
 
     s_top = seqs(variant, scan_chunk(config))[-1]
     peak = max((c["peak_extra"] for c in cuts), key=lambda x: x.at(1, s_top))
+    largest = max((c["largest_layer_alloc"] for c in cuts), key=lambda x: x.at(1, s_top))
     return ArchTrace(
         config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,
-        rest_layers=base, layer=layer, rest=rest, peak_extra_bytes=peak,
+        rest_layers=base, layer=layer, rest=rest, peak_extra_bytes=peak, largest_layer_alloc_bytes=largest,
         attention_used="eager" if used == "eager" else "sdpa",
         params_outside_module=dict(sorted({_layer_name(n): k for n, k in outside}.items())[:8]),
         params=ParamTrace(total=whole("total"), embedding=int(pa["embedding"]), lm_head=int(pa["lm_head"]),

@@ -42,3 +42,32 @@ def test_no_run_that_ran_out_is_called_fitting(row):
     p = Predictor(None).predict(parse_case(row["case"]))
     if row["measured"].get("failure") == "device_oom":
         assert not p.fits and p.p_oom > P_OOM_FITS
+
+
+FALCON_H1 = [json.loads(x) for x in (OWN / "logs" / "h200x2-falcon-h1-memory-2026-11-29.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("row", FALCON_H1, ids=lambda r: r["case"]["id"])
+def test_a_layer_block_asked_for_again_counts_toward_the_verdict(row):
+    """Falcon-H1's Mamba-2 torch path asks each layer for one block of 8 GiB per 256-token chunk, and the tensors the
+    layer saves after it split the freed one: at 1.5k on two H200s, 114.6 GiB of tensors predicted, the run asked for a
+    48 GiB block with 104 reserved and ran out. The verdict weighs the peak plus what the allocator holds of that block
+    (``required_gib``); the peak itself stays what ``max_memory_allocated`` reports (78.5 GiB measured at 1k)."""
+    p = Predictor(None).predict(parse_case(row["case"]))
+    chunks = -(-row["case"]["seq_len"] // 256)
+    held = Predictor(None).efficiencies.layer_block_reserved_fraction
+    assert p.required_gib - p.peak_mem_gib == pytest.approx(held * 8.0 * chunks, rel=0.02)
+    assert p.fits == (row["measured"].get("failure") is None)
+    if not p.fits:
+        assert "the allocator holds as each layer asks for its largest block again" in p.why_not_fits, p.why_not_fits
+    else:
+        assert p.peak_mem_gib == pytest.approx(row["measured"]["peak_mem_gib"], rel=0.04)
+
+
+def test_a_usual_layer_asks_for_little_again():
+    """A dense decoder's largest temporary inside a layer (its MLP's intermediate) is well under a GiB: the verdict is
+    the peak's, as the spread of ``models.oom`` was fitted (647 own runs: the same held-out verdicts with and without)."""
+    case = parse_case({"id": "q8", "hardware": "h200x1", "model": str(OWN.parents[1] / "data" / "configs" / "qwen3-8b.json"),
+                       "task": "finetune", "method": "lora", "micro_batch_size": 4, "seq_len": 4096})
+    p = Predictor(None).predict(case)
+    assert 0 < p.required_gib - p.peak_mem_gib < 0.02 * p.peak_mem_gib

@@ -41,7 +41,7 @@ def outcomes() -> list[dict]:
         cal = calibration_for(r.platform)
         p = r.predict(cal)
         zero3 = r.case.zero_stage == 3 and r.case.engine == "deepspeed"
-        out.append({"need": p.peak_mem_gib, "before": BEFORE["zero3" if zero3 else "trace" if r.trace is not None else "hand"], "usable": usable_gib(r.platform.gpu.memory_gib, cal.eff),
+        out.append({"need": p.required_gib or p.peak_mem_gib, "before": BEFORE["zero3" if zero3 else "trace" if r.trace is not None else "hand"], "usable": usable_gib(r.platform.gpu.memory_gib, cal.eff),
                     "regime": "zero3" if zero3 else f"{r.case.engine}-{'full' if r.case.method == 'full' else 'adapters'}",
                     "family": r.arch.hf_model_type or r.arch.name, "oom": r.failure == "device_oom",
                     "engine": r.case.engine, "zero3": zero3, "adapters": r.case.method != "full",
@@ -119,7 +119,7 @@ def main() -> None:
     t0 = time.perf_counter()
     rows = outcomes()
     regimes = sorted({r["regime"] for r in rows})
-    print("own runs that ran or ran out of GPU memory; need = predicted peak, usable = GPU less the reserve")
+    print("own runs that ran or ran out of GPU memory; need = predicted peak + the block a layer asks for again (required_gib), usable = GPU less the reserve")
     print(f"{'regime':18s} {'n':>4s} {'OOM':>4s} {'near (0.85-1.0)':>16s}  fitted on all its runs (probit ML): sigma alone | bias, sigma")
     for reg in regimes:
         rs = [r for r in rows if r["regime"] == reg]
