@@ -2078,7 +2078,22 @@ def _falcon_h1_memory_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
             for seq, rc in ((1024, False), (1536, False), (1536, True), (2048, True))]
 
 
-GRIDS: dict[str, Any] = {"h200x2-falcon-h1-memory": lambda: _falcon_h1_memory_2gpu("h200x2", "h200x2fm"),
+def _layer_block_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, nineteenth), after the rule that weighs what the caching allocator holds as each decoder
+    layer asks for its largest block again (trace schema 21, ``models.memory.fragmentation_bytes``), made on Falcon-H1:
+    Bamba and Granite-MoE-Hybrid LoRA on every linear, PyTorch, by length. Three the rule calls not fitting where the
+    peak alone had them fit (Bamba mb 2 x 768, 118.7 GiB of tensors; Bamba 1,280, P(OOM) 25%; Granite-MoE-Hybrid
+    1,280), two it calls fitting (1,024). Stored before they run."""
+    cfg = {"bamba": CONFIGS + "bamba-defaults-8l.json", "gmh": CONFIGS + "granitemoehybrid-defaults-8l.json"}
+    run = {"_steps": 3, "_warmup": 1, "_timeout_s": 110}
+    return [_case(hw, f"{prefix}-{m}-lora-mb{mb}-s{seq}", cfg[m], "finetune", gpus=1, engine="pytorch", method="lora",
+                  lora_targets="all-linear", micro_batch_size=mb, seq_len=seq, **run)
+            for m, mb, seq in (("bamba", 2, 768), ("bamba", 1, 1280), ("gmh", 1, 1280), ("bamba", 1, 1024),
+                               ("gmh", 1, 1024))]
+
+
+GRIDS: dict[str, Any] = {"h200-layer-block-check": lambda: _layer_block_check("h200x1", "h200lb"),
+                         "h200x2-falcon-h1-memory": lambda: _falcon_h1_memory_2gpu("h200x2", "h200x2fm"),
                          "h200x2-new-type-groups": lambda: _new_type_groups_2gpu("h200x2", "h200x2ng"),
                          "h200x2-new-type-regimes": lambda: _new_type_regimes_2gpu("h200x2", "h200x2nr"),
                          "h200-strided-check": lambda: _strided_check("h200x1", "h200sc"),
