@@ -93,7 +93,7 @@ SWAP_PENALTY = 0.05
 
 def memory_margin(p: TrainPrediction) -> tuple[float, str]:
     """Spare fraction of the GPU's memory and of the node's usable host RAM, whichever is smaller."""
-    gpu = 1 - (p.required_gib or p.peak_mem_gib) / p.capacity_gib if p.capacity_gib else 1.0
+    gpu = 1 - (getattr(p, "required_gib", None) or p.peak_mem_gib) / p.capacity_gib if p.capacity_gib else 1.0
     host = 1 - (p.host_mem_gib or 0) / p.host_capacity_gib if p.host_capacity_gib else 1.0
     return (gpu, "GPU") if gpu <= host else (host, "host")
 
