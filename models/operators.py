@@ -153,13 +153,19 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     # wait on the SMs, and those that follow an index (routing) pay more at the bandwidth
     per_byte_s = eff.trace_stream_hbm_fraction / c.memory_bps + eff.trace_stream_sm_cycles_per_byte / c.sm_cycles_per_s
     per_strided_s = eff.trace_strided_sm_cycles_per_byte / c.sm_cycles_per_s
+    per_elem_dim_s = eff.trace_strided_sm_cycles_per_elem_dim / c.sm_cycles_per_s
     per_irregular_s = indexed_byte_s(c.memory_bps, eff)
-    ew_f = max(part.other_bytes_fwd.at(b, n), 0.0)
-    ew_b = max(part.other_bytes_bwd.at(b, n), 0.0)
-    st_f = min(max(part.strided_bytes_fwd.at(b, n), 0.0), ew_f)
-    st_b = min(max(part.strided_bytes_bwd.at(b, n), 0.0), ew_b)
-    t_f = (ew_f - st_f) * per_byte_s + st_f * per_strided_s + max(part.irregular_bytes_fwd.at(b, n), 0.0) * per_irregular_s
-    t_b = (ew_b - st_b) * per_byte_s + st_b * per_strided_s + max(part.irregular_bytes_bwd.at(b, n), 0.0) * per_irregular_s
+
+    def memory_bound_s(phase: str) -> tuple[float, float]:
+        """(bytes, seconds) of one pass's memory-bound kernels: contiguous bytes, strided ones (per byte and per
+        element-dimension of their offset work), and the indexed ones' extra."""
+        moved = max(getattr(part, f"other_bytes_{phase}").at(b, n), 0.0)
+        st = min(max(getattr(part, f"strided_bytes_{phase}").at(b, n), 0.0), moved)
+        offsets = max(getattr(part, f"strided_elem_dims_{phase}").at(b, n), 0.0)
+        indexed = max(getattr(part, f"irregular_bytes_{phase}").at(b, n), 0.0)
+        return moved, (moved - st) * per_byte_s + st * per_strided_s + offsets * per_elem_dim_s + indexed * per_irregular_s
+
+    (ew_f, t_f), (_, t_b) = memory_bound_s("fwd"), memory_bound_s("bwd")
     ops.append(Operator(ELEMENTWISE_NAME if per_layer else "LM head's loss and the rest", "elementwise", 0.0, ew_f,
                         t_f, per_layer, t_b))
     return ops

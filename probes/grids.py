@@ -2092,7 +2092,29 @@ def _layer_block_check(hw: str, prefix: str) -> list[dict[str, Any]]:
                                ("gmh", 1, 1024))]
 
 
-GRIDS: dict[str, Any] = {"h200-layer-block-check": lambda: _layer_block_check("h200x1", "h200lb"),
+def _offset_work_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, nineteenth), after strided kernels were priced by their offset work too (trace schema 22)
+    and the refit: the Mamba-2 torch path of Falcon-H1, Bamba and Granite-MoE-Hybrid in configurations never run
+    (lengths, full training, DeepSpeed). Stored before they run."""
+    cfg = {"fh1": CONFIGS + "falcon-h1-8l.json", "bamba": CONFIGS + "bamba-defaults-8l.json",
+           "gmh": CONFIGS + "granitemoehybrid-defaults-8l.json"}
+    fh1 = ["q_proj", "k_proj", "v_proj", "o_proj", "in_proj", "gate_proj", "up_proj", "down_proj"]
+    run = {"_steps": 3, "_warmup": 1, "_timeout_s": 100}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=1, **{**run, **kw})
+
+    return [
+        k("fh1-lora-s768", "fh1", "finetune", engine="pytorch", method="lora", lora_targets=fh1, seq_len=768),
+        k("bamba-full-s512", "bamba", "pretrain", engine="pytorch", seq_len=512),
+        k("gmh-lora-s512", "gmh", "finetune", engine="pytorch", method="lora", lora_targets="all-linear", seq_len=512),
+        k("bamba-lora-z2-s768", "bamba", "finetune", engine="deepspeed", zero_stage=2, method="lora",
+          lora_targets="all-linear", seq_len=768),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-offset-work-check": lambda: _offset_work_check("h200x1", "h200ow"),
+                         "h200-layer-block-check": lambda: _layer_block_check("h200x1", "h200lb"),
                          "h200x2-falcon-h1-memory": lambda: _falcon_h1_memory_2gpu("h200x2", "h200x2fm"),
                          "h200x2-new-type-groups": lambda: _new_type_groups_2gpu("h200x2", "h200x2ng"),
                          "h200x2-new-type-regimes": lambda: _new_type_regimes_2gpu("h200x2", "h200x2nr"),

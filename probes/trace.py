@@ -137,6 +137,9 @@ class _Counter:
         self.other_bytes = {"fwd": 0.0, "bwd": 0.0}
         self.irregular_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved by IRREGULAR kernels
         self.strided_bytes = {"fwd": 0.0, "bwd": 0.0}  # the part of other_bytes moved off the vectorized path (strided)
+        # and those kernels' offset work: output elements x its dimensions x operands (the generic kernel computes every
+        # operand's offset of every element, dimension by dimension: a 6-D broadcast costs more per byte than a 3-D copy)
+        self.strided_elem_dims = {"fwd": 0.0, "bwd": 0.0}
         self.kernels = {"fwd": 0.0, "bwd": 0.0}
         self.adapter_kernels = 0.0
         self.in_adapter = 0  # > 0 while a LoRA module's forward runs
@@ -273,6 +276,15 @@ def strided(ins: list[Any], outs: list[Any]) -> bool:
     return False
 
 
+def elem_dims(ins: list[Any], outs: list[Any]) -> float:
+    """A strided kernel's offset work: its output's elements x the output's dimensions x the operands it addresses."""
+    if not outs:
+        return 0.0
+    out = outs[0]
+    operands = sum(1 for t in ins + outs if t.numel() > 1)
+    return float(out.numel() * max(out.dim(), 1) * operands)
+
+
 def _mode(c: _Counter) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -310,6 +322,7 @@ def _mode(c: _Counter) -> Any:
                     c.irregular_bytes[c.phase] += moved
                 elif name in ROW_PASSES or strided(ins, outs):
                     c.strided_bytes[c.phase] += moved
+                    c.strided_elem_dims[c.phase] += elem_dims(ins, outs)
             return out
 
     return Mode()
@@ -788,6 +801,8 @@ def _part(runs: list[dict[str, Any]], lengths: tuple[int, ...] = SEQS) -> dict[s
         "irregular_bytes_bwd": fit([c.irregular_bytes["bwd"] for c in cs]),
         "strided_bytes_fwd": fit([c.strided_bytes["fwd"] for c in cs]),
         "strided_bytes_bwd": fit([c.strided_bytes["bwd"] for c in cs]),
+        "strided_elem_dims_fwd": fit([c.strided_elem_dims["fwd"] for c in cs]),
+        "strided_elem_dims_bwd": fit([c.strided_elem_dims["bwd"] for c in cs]),
         **_kernel_counts(cs, lengths, "fwd"),
         **_kernel_counts(cs, lengths, "bwd"),
         "adapter_kernels_fwd": cs[0].adapter_kernels,

@@ -826,3 +826,21 @@ def test_lora_targets_peft_refuses_say_why() -> None:
     text = str(e.value)
     assert "refuses" in text and "incompatible" in text
     assert "q_proj" in text.split("instead:")[1] and "out_proj" not in text.split("instead:")[1]
+
+
+def test_a_strided_kernels_offset_work_grows_with_its_dimensions():
+    """The generic kernel computes every operand's offset of every output element, dimension by dimension: a 6-D
+    broadcast (Mamba-2's torch path) does more of that work per byte than a 3-D copy of the same output."""
+    import torch
+
+    from probes.trace import elem_dims, strided
+
+    b = torch.empty(2, 3, 1, 4, 5, 6)
+    c = torch.empty(2, 3, 7, 1, 5, 6)
+    out6 = torch.empty(2, 3, 7, 4, 5, 6)
+    src = torch.empty(6, 7 * 4 * 5, 2 * 3).transpose(0, 2)
+    out3 = torch.empty(6, 7 * 4 * 5, 2 * 3)
+    assert strided([b, c], [out6]) and strided([src], [out3])
+    assert elem_dims([b, c], [out6]) == out6.numel() * 6 * 3
+    assert elem_dims([src], [out3]) == out3.numel() * 3 * 2
+    assert elem_dims([b, c], [out6]) / out6.numel() > 2 * elem_dims([src], [out3]) / out3.numel()

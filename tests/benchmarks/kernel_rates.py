@@ -10,7 +10,10 @@ every memory-bound kernel at the bandwidth, so every traced step on the H200 cam
 The model: the traced bytes of contiguous memory-bound kernels cost ``trace_stream_hbm_fraction / bandwidth`` plus
 ``trace_stream_sm_cycles_per_byte / (SMs x clock)``; those of strided ones (off the vectorized path, which the trace
 tells apart since schema 19: ``probes.trace.strided``) ``trace_strided_sm_cycles_per_byte / (SMs x clock)``; bytes of
-kernels that follow an index (routing) cost ``1 / (bandwidth x trace_irregular_bytes_eff)`` more. Fitted by
+kernels that follow an index (routing) cost ``1 / (bandwidth x trace_irregular_bytes_eff)`` more; since schema 22 the
+strided kernels' offset work besides (output elements x dimensions x operands, which the generic kernel computes one
+by one: Mamba-2's 6-D broadcasts address 3.5 element-dimensions per byte, a Llama layer's strided kernels 1.0-1.7)
+costs ``trace_strided_sm_cycles_per_elem_dim / (SMs x clock)``. Fitted by
 non-negative least squares on the relative error of the PyTorch cases (DeepSpeed's steps add its own copies, priced
 elsewhere), checked by leaving each family out, and on the six anatomies of grid h200-blind-families (2026-11-29),
 never fitted.
@@ -70,44 +73,51 @@ def rows(files: tuple[str, ...] = FILES) -> list[dict]:
                         "head_size": arch.head_size, "attention_priced_s": attention_s,
                         "attention_s": r["by_kind_s"].get("attention", 0.0),
                         "sm": c.sm_cycles_per_s, "stream": total("other_bytes"), "irregular": total("irregular_bytes"),
-                        "strided": total("strided_bytes"),
+                        "strided": total("strided_bytes"), "elem_dims": total("strided_elem_dims"),
                         "measured_s": sum(r["by_kind_s"].get(k, 0.0) for k in MEMORY_KINDS),
                         "pytorch": case.engine == "pytorch"})
     return out
 
 
-def terms(r: dict, split: bool) -> np.ndarray:
+# the per-byte models compared: one rate per byte (before schema 19), contiguous and strided apart (schema 19-21),
+# and the strided kernels' offset work (output elements x dimensions x operands) beside their bytes (schema 22)
+ONE_RATE, SPLIT, OFFSETS = "one rate", "split", "offsets"
+
+
+def terms(r: dict, model: str) -> np.ndarray:
     """The per-byte terms of ``r`` over its measured time (each weight multiplies one): contiguous bytes at the
-    bandwidth and the SMs, strided ones at the SMs, indexed ones at the bandwidth; ``split`` False prices every byte
-    as the one rate it had before schema 19 (the strided term then stays 0)."""
+    bandwidth and the SMs, strided ones at the SMs, indexed ones at the bandwidth, and the strided kernels' offset work
+    at the SMs; the terms a ``model`` does not have stay 0."""
+    split = model != ONE_RATE
     contiguous = r["stream"] - (r["strided"] if split else 0.0)
     return np.array([contiguous / r["bw"], contiguous / r["sm"], r["strided"] / r["sm"] if split else 0.0,
-                     r["irregular"] / r["bw"]]) / r["measured_s"]
+                     r["irregular"] / r["bw"], r["elem_dims"] / r["sm"] if model == OFFSETS else 0.0]) / r["measured_s"]
 
 
-def fit(rs: list[dict], split: bool) -> np.ndarray:
-    w, _ = nnls(np.array([terms(r, split) for r in rs]), np.ones(len(rs)))
+def fit(rs: list[dict], model: str) -> np.ndarray:
+    w, _ = nnls(np.array([terms(r, model) for r in rs]), np.ones(len(rs)))
     return w
 
 
-def errors(rs: list[dict], w: np.ndarray, split: bool) -> list[float]:
-    return [float(terms(r, split) @ w - 1.0) for r in rs]
+def errors(rs: list[dict], w: np.ndarray, model: str) -> list[float]:
+    return [float(terms(r, model) @ w - 1.0) for r in rs]
 
 
-def report(label: str, rs: list[dict], split: bool, held_out: list[dict]) -> np.ndarray:
-    w = fit(rs, split)
-    e = errors(rs, w, split)
+def report(label: str, rs: list[dict], model: str, held_out: list[dict]) -> np.ndarray:
+    w = fit(rs, model)
+    e = errors(rs, w, model)
     held: list[float] = []
     for fam in sorted({r["family"] for r in rs}):
-        held += errors([r for r in rs if r["family"] == fam], fit([r for r in rs if r["family"] != fam], split), split)
+        held += errors([r for r in rs if r["family"] == fam], fit([r for r in rs if r["family"] != fam], model), model)
     by_gpu = {g: [x for x, r in zip(e, rs) if r["gpu"] == g] for g in sorted({r["gpu"] for r in rs})}
     gpus = ", ".join(f"{g}: signed {100 * np.mean(v):+.1f}% (n={len(v)})" for g, v in by_gpu.items())
-    print(f"{label}: HBM fraction {w[0]:.3f}, SM cycles/byte contiguous {w[1]:.4f} strided {w[2]:.4f}, irregular eff "
-          f"{1 / w[3] if w[3] else float('nan'):.3f}; MAPE {100 * np.mean(np.abs(e)):.1f}%, {gpus}; each family left out: "
-          f"MAPE {100 * np.mean(np.abs(held)):.1f}%")
+    print(f"{label}: HBM fraction {w[0]:.3f}, SM cycles/byte contiguous {w[1]:.4f} strided {w[2]:.4f}, per offset "
+          f"element-dimension {w[4]:.4f}, irregular eff {1 / w[3] if w[3] else float('nan'):.3f}; MAPE "
+          f"{100 * np.mean(np.abs(e)):.1f}%, {gpus}; each family left out: MAPE {100 * np.mean(np.abs(held)):.1f}%")
     if held_out:
+        he = errors(held_out, w, model)
         print("  never fitted (grid h200-blind-families): " + ", ".join(
-            f"{r['id'].split('-', 1)[1]} {x:+.0%}" for r, x in zip(held_out, errors(held_out, w, split))))
+            f"{r['id'].split('-', 1)[1]} {x:+.0%}" for r, x in zip(held_out, he)) + f" (MAPE {100 * np.mean(np.abs(he)):.1f}%)")
     return w
 
 
@@ -129,11 +139,12 @@ if __name__ == "__main__":
     pt = [r for r in rs if r["pytorch"]]
     print(f"memory-bound kernel time of one step, {len(rs)} anatomy steps ({len(pt)} PyTorch), H100 and H200; strided share "
           f"of the traced bytes {100 * min(r['strided'] / r['stream'] for r in rs):.0f}-{100 * max(r['strided'] / r['stream'] for r in rs):.0f}%\n")
-    report("one rate per byte, PyTorch steps (before)", pt, False, new)
-    w = report("contiguous and strided apart, PyTorch steps (adopted)", pt, True, new)
-    report("contiguous and strided apart, every step", rs, True, [])
+    report("one rate per byte, PyTorch steps (schema 18)", pt, ONE_RATE, new)
+    report("contiguous and strided apart, PyTorch steps (schema 19-21)", pt, SPLIT, new)
+    w = report("and the strided kernels' offset work, PyTorch steps (adopted, schema 22)", pt, OFFSETS, new)
+    report("and the strided kernels' offset work, every step", rs, OFFSETS, [])
     print()
     print(f"{'step':42s} {'GPU':>22s} {'GB':>6s} {'strided':>7s} {'measured ms':>11s} {'model ms':>9s}")
-    for r, x in zip(rs + new, errors(rs + new, w, True)):
+    for r, x in zip(rs + new, errors(rs + new, w, OFFSETS)):
         print(f"{r['id'][:42]:42s} {r['gpu'][-22:]:>22s} {r['stream'] / 1e9:6.0f} {r['strided'] / r['stream']:7.0%} "
               f"{1e3 * r['measured_s']:11.0f} {1e3 * r['measured_s'] * (1 + x):9.0f}")
