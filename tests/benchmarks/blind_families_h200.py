@@ -8,6 +8,8 @@ without a profile and with the bundled h200x1 one; held out, not fitted.
 - ``h200-strided-check``: after that rule (stored with schema 19): Falcon-H1, Granite-MoE-Hybrid and Bamba in other
   configurations, Kimi-Linear, DeepSeek-V4, GPT-Neo, Doge, GLM-4-MoE QLoRA, SmolLM3, LFM2; the code before the rule
   (0d53f90) predicted it after the runs (``…-predictions-commit-0d53f90-…``).
+- ``h200-offset-work-check``: after strided kernels were priced by their offset work too (schema 22) and the refit:
+  Falcon-H1, Bamba and Granite-MoE-Hybrid in configurations never run.
 
     python -m tests.benchmarks.blind_families_h200 > tests/benchmarks/blind_families_h200.out.txt
 """
@@ -17,7 +19,8 @@ from __future__ import annotations
 from tests.benchmarks.stored_predictions import compare, compare_grids
 
 GRIDS = {"h200-blind-families": "one H200, six model types never run (held out)",
-         "h200-strided-check": "one H200, after the strided kernels' rule (held out)"}
+         "h200-strided-check": "one H200, after the strided kernels' rule (held out)",
+         "h200-offset-work-check": "one H200, Mamba-2 torch path after the offset-work rule and its refit (held out)"}
 
 
 def main() -> None:
