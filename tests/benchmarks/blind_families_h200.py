@@ -1,5 +1,5 @@
-"""Model types never run, on one H200 (2026-11-29, eighteenth session), each grid predicted and stored before it ran,
-without a profile and with the bundled h200x1 one; held out, not fitted.
+"""Model types never run, on one H200 and on two (2026-11-29, eighteenth and nineteenth sessions), each grid predicted
+and stored before it ran, without a profile and with the bundled h200x1 / h200x2 one; held out, not fitted.
 
 - ``h200-blind-families``: GPT-Neo, Doge, GLM-4-MoE, DeepSeek-V4, Bamba and Granite-MoE-Hybrid as transformers 5.17's
   default configs. The anatomy of six of its cases (logs/h200-anatomy-30-2026-11-29.jsonl) showed the kernels the
@@ -10,6 +10,11 @@ without a profile and with the bundled h200x1 one; held out, not fitted.
   (0d53f90) predicted it after the runs (``…-predictions-commit-0d53f90-…``).
 - ``h200-offset-work-check``: after strided kernels were priced by their offset work too (schema 22) and the refit:
   Falcon-H1, Bamba and Granite-MoE-Hybrid in configurations never run.
+- two H200s, ``h200x2-new-type-groups``: three jobs (GLM-4-MoE fine-tuning at 4k, GPT-Neo and Doge pre-training at 2k),
+  each the configurations ``advisor recommend --hardware h200x2`` ranked first (their groups in
+  ``recommend_groups.out.txt``); ``h200x2-new-type-regimes``: DeepSeek-V4 under ZeRO-3, GLM-4-MoE at 8k with
+  recomputation, Kimi-Linear with the optimizer offloaded, Granite-MoE-Hybrid QLoRA under DDP, Bamba full ZeRO-3;
+  ``h200x2-falcon-h1-memory``: Falcon-H1 LoRA ZeRO-2 by length (in ``layer_block.out.txt`` too).
 
     python -m tests.benchmarks.blind_families_h200 > tests/benchmarks/blind_families_h200.out.txt
 """
@@ -21,10 +26,15 @@ from tests.benchmarks.stored_predictions import compare, compare_grids
 GRIDS = {"h200-blind-families": "one H200, six model types never run (held out)",
          "h200-strided-check": "one H200, after the strided kernels' rule (held out)",
          "h200-offset-work-check": "one H200, Mamba-2 torch path after the offset-work rule and its refit (held out)"}
+TWO_GPU_GRIDS = {
+    "h200x2-new-type-groups": "two H200s, recommend's picks for three model types never run on two GPUs (held out)",
+    "h200x2-new-type-regimes": "two H200s, model types first run last session, in ZeRO-3, offload, 8k (held out)",
+    "h200x2-falcon-h1-memory": "two H200s, Falcon-H1's memory by length (held out)"}
 
 
 def main() -> None:
     compare_grids(GRIDS, "h200x1", "2026-11-29")
+    compare_grids(TWO_GPU_GRIDS, "h200x2", "2026-11-29")
     print("== h200-strided-check: the code before the strided kernels' rule (commit 0d53f90), without a profile")
     compare(["logs/h200-strided-check-2026-11-29.jsonl"], ["h200-strided-check-predictions-commit-0d53f90-2026-11-29.jsonl"],
             label="the code of 0d53f90")
