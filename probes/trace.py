@@ -658,12 +658,11 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
         c.running[id(m)] -= 1
 
     holders: dict[int, set[int]] = defaultdict(set)
-    for mod in model.modules():
+    for name, mod in model.named_modules():
         for p in mod.parameters(recurse=False):
             holders[p.untyped_storage()._cdata].add(id(mod))
         hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
-    for name, mod in model.named_modules():  # the decoder layers themselves (``model.layers.3``)
-        if _LAYER.search(name):
+        if _LAYER.search(name):  # a decoder layer itself (``model.layers.3``)
             hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1))]
     names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
     c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}

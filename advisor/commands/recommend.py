@@ -192,6 +192,11 @@ def recommend(
         fail(f"cannot write into --out-dir {str(out_dir)!r}: {e.strerror or e}")
 
 
+def _names(value: str) -> tuple[str, ...]:
+    """A comma-separated option's names, stripped, empties and repeats dropped, in the order given."""
+    return tuple(dict.fromkeys(x.strip() for x in value.split(",") if x.strip()))
+
+
 def _methods(method: str | None, task: Task) -> tuple[str, ...] | None:
     """--method as a tuple of training methods (None: the task's own); a bad name exits 2 naming the valid ones."""
     from advisor.space import methods_for
@@ -199,7 +204,7 @@ def _methods(method: str | None, task: Task) -> tuple[str, ...] | None:
     if method is None:
         return None
     valid = methods_for(task.value)
-    names = tuple(dict.fromkeys(m.strip() for m in method.split(",") if m.strip()))
+    names = _names(method)
     bad = next((m for m in names if m not in valid), None) if names else method
     if bad is not None:
         why = " (pre-training trains every weight)" if task == Task.pretrain and bad in ("lora", "qlora") else ""
@@ -211,9 +216,9 @@ def _lora_targets(targets: str | None) -> tuple[str, ...] | str | None:
     """--lora-targets as PEFT takes them: "all-linear", or module names (checked against the model by the search)."""
     if targets is None:
         return None
-    names = tuple(dict.fromkeys(t.strip() for t in targets.split(",") if t.strip()))
+    names = _names(targets)
     if not names:
-        fail("--lora-targets '' names no module: give names (q_proj,v_proj) or all-linear, or leave it out", code=2)
+        fail(f"--lora-targets {targets!r} names no module: give names (q_proj,v_proj) or all-linear, or leave it out", code=2)
     if "all-linear" in names:
         if len(names) > 1:
             fail("--lora-targets all-linear stands alone: give it, or module names, not both", code=2)
