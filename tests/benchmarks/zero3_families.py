@@ -8,12 +8,16 @@ there: launch 6.4 us against the bundled profile's 6.3). Kept out of every fit (
 The harness runs its ranks under torchrun, one OpenMP thread each; the stored predictions assumed the advisor's launch
 line (the node's cores shared out): the one offload run of ZeRO-3 (LFM2, optimizer offloaded) is scored here as stored.
 
+Third grid (2026-11-29, twentieth session), ``h200x2-zero3-mainstream``: ZeRO-3 over the families people fine-tune most
+(Qwen2.5-3B full again, its one earlier ZeRO-3 run having come out +59%, and LoRA; Qwen3-1.7B, Phi-4-mini, Gemma-2-2B,
+SmolLM2, Granite-3.0, Mistral-Nemo-12B, Qwen3-14B), stored before it ran by the code of 285656d; held out.
+
     python -m tests.benchmarks.zero3_families > tests/benchmarks/zero3_families.out.txt
 """
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import OWN, compare
+from tests.benchmarks.stored_predictions import OWN, compare, compare_grids
 
 LEASE_PROFILE = str(OWN / "logs" / "h200x2-profile-zero3-families-2-2026-11-28.json")
 
@@ -33,6 +37,8 @@ def main() -> None:
         print(f"== {label}")
         compare([runs], [preds], profile)
         print()
+    compare_grids({"h200x2-zero3-mainstream": "two H200s, ZeRO-3 over the families people fine-tune most (held out)"},
+                  "h200x2", "2026-11-29")
 
 
 if __name__ == "__main__":
