@@ -227,21 +227,37 @@ def _rank(points: list[Point]) -> list[Point]:
 
 
 def _evaluate(predictor, job: Job, formats, kv_bits, gpus, requests, rate_per_s) -> list[Point]:
+    """Every fitting point: per (placement, format, KV dtype), the batch at powers of two until one does not fit, then
+    the largest batch that fits between the last two (the KV pool full: what an engine tuned for throughput runs, as
+    trtllm-bench sizes max_batch_size; without it a pool holding 460 sequences was searched at 256)."""
     points = []
+
+    def point(c: Config) -> Point:
+        pt = predict_point(predictor, job, c)
+        if pt.fits and (requests or rate_per_s):
+            pt.load = serve_load(predictor, job, pt.config, requests=requests, rate_per_s=rate_per_s)
+            pt.tokens_per_s, pt.ttft_s, pt.tpot_s = (pt.load["output_tokens_per_s"], pt.load["mean_ttft_s"],
+                                                     pt.load["mean_tpot_s"])
+        return pt
+
     for tp, reps in placements(job.arch, job.platform, gpus):
         for fmt in formats:
             for kb in kv_bits:
                 b = 1
                 while b <= MAX_BATCH:
-                    pt = predict_point(predictor, job, Config(tp, reps, fmt, kb, b))
+                    pt = point(Config(tp, reps, fmt, kb, b))
                     if not pt.fits:
                         break  # memory grows with the batch: no larger one fits
-                    if requests or rate_per_s:
-                        pt.load = serve_load(predictor, job, pt.config, requests=requests, rate_per_s=rate_per_s)
-                        pt.tokens_per_s, pt.ttft_s, pt.tpot_s = (pt.load["output_tokens_per_s"], pt.load["mean_ttft_s"],
-                                                                 pt.load["mean_tpot_s"])
                     points.append(pt)
                     b *= 2
+                lo, hi = b // 2, min(b, MAX_BATCH + 1)  # lo fits (when >= 1), hi does not (or is past the cap)
+                best = None
+                while lo >= 1 and hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    pt = point(Config(tp, reps, fmt, kb, mid))
+                    lo, hi, best = (mid, hi, pt) if pt.fits else (lo, mid, best)
+                if best is not None:
+                    points.append(best)
     return points
 
 

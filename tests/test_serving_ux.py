@@ -224,3 +224,16 @@ def test_compare_masks_cells_past_the_context():
     assert any("4,096-token context" in line for line in d["regions"])
     r = run("compare", "--hardware", "a100x1", "--vs", "h20x1", "--model", "llama2-13b", "--seq", "512,8192", "--no-png")
     assert "> context" in r.output and "past the model's" in r.output
+
+
+def test_search_fills_the_kv_pool_not_only_powers_of_two(predictor):
+    """The largest batch that fits is searched (the pool full, as an engine tuned for throughput runs it): for each
+    (placement, format, KV dtype) the largest fitting batch is one whose next batch does not fit, and it is the pick of
+    a throughput search when more sequences than the pool holds are waiting."""
+    j = job(hw="h100x1", model="llama3.1-8b", prompt=128, output=2048, engine="trtllm")
+    res = search_serving(predictor, j, weight_formats=("fp8",), kv_bits=(8,), requests=3000)
+    largest = max(p.config.max_num_seqs for p in res.points)
+    assert largest & (largest - 1), f"largest batch searched {largest} is a power of two: the pool was not filled"
+    assert predict_point(predictor, j, Config(1, 1, "fp8", 8, largest)).fits
+    assert not predict_point(predictor, j, Config(1, 1, "fp8", 8, largest + 1)).fits
+    assert res.picks[0].config.max_num_seqs == largest
