@@ -2094,6 +2094,42 @@ def _zero3_mainstream_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+
+def _two_gpu_firsts(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, twentieth): ten model types run before on one GPU only, now on two in the regimes the
+    issue judges (DeepSpeed ZeRO-1/2/3 and PyTorch/PEFT under DDP; LoRA, QLoRA, full; the optimizer offloaded; 1k to
+    8k tokens): Aya-23-8B (Cohere, 256k vocabulary), Qwen3-30B-A3B cut to 12 layers, gpt-oss-20b, MiniCPM3 (latent
+    attention), Granite-3.0-3B-A800M (MoE), OLMo-1B, DeepSeek-V3 small, Arcee AFM (4k, its context), Qwen3.5 (linear attention layers),
+    Gemma-4. Stored before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in ("aya-23-8b", "qwen3-30b-a3b-12l", "gpt-oss-20b", "minicpm3-defaults",
+                                              "granite-3.0-3b-a800m", "olmo-1b", "deepseek-v3-small", "arcee-afm",
+                                              "qwen3.5-text", "gemma-4-text")}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 150}
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=2, **{"flash_attention": True, **run, **kw})
+
+    return [
+        k("aya8b-lora-z2-mb2", "aya-23-8b", "finetune", method="lora", zero_stage=2, micro_batch_size=2, seq_len=2048, **ds),
+        k("q3moe-lora-z3-mb1-s4k", "qwen3-30b-a3b-12l", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+          seq_len=4096, **ds),
+        k("gptoss-lora-ddp-mb1", "gpt-oss-20b", "finetune", method="lora", micro_batch_size=1, seq_len=2048, **pt),
+        k("minicpm3-full-z2-offopt-mb2", "minicpm3-defaults", "pretrain", zero_stage=2, offload="optimizer",
+          micro_batch_size=2, seq_len=2048, omp_threads=16, **ds),
+        k("granite-moe-full-z1-mb4-s4k", "granite-3.0-3b-a800m", "pretrain", zero_stage=1, micro_batch_size=4,
+          seq_len=4096, **ds),
+        k("olmo1b-full-ddp-mb8", "olmo-1b", "pretrain", micro_batch_size=8, seq_len=2048, **pt),
+        k("dsv3s-qlora-z2-mb4-s1k", "deepseek-v3-small", "finetune", method="qlora", quantization="nf4", zero_stage=2,
+          micro_batch_size=4, seq_len=1024, **ds),
+        k("arcee-full-z3-rc-mb8-s4k", "arcee-afm", "pretrain", zero_stage=3, recompute=True, micro_batch_size=8,
+          seq_len=4096, **ds),
+        k("qwen35-lora-z2-mb1-s4k", "qwen3.5-text", "finetune", method="lora", zero_stage=2, micro_batch_size=1,
+          seq_len=4096, **ds),
+        k("gemma4-lora-ddp-mb2-s4k", "gemma-4-text", "finetune", method="lora", micro_batch_size=2, seq_len=4096, **pt),
+    ]
+
+
 def _falcon_h1_memory_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Held out (2026-11-29, nineteenth): how Falcon-H1's memory grows with the length on two GPUs (its Mamba-2 torch
     path allocates per chunk of 256 tokens; its 2k runs had run out of memory on an H100): LoRA ZeRO-2 on the attention,
@@ -2148,6 +2184,7 @@ GRIDS: dict[str, Any] = {"h200-offset-work-check": lambda: _offset_work_check("h
                          "h200x2-new-type-groups": lambda: _new_type_groups_2gpu("h200x2", "h200x2ng"),
                          "h200x2-new-type-regimes": lambda: _new_type_regimes_2gpu("h200x2", "h200x2nr"),
                          "h200x2-zero3-mainstream": lambda: _zero3_mainstream_2gpu("h200x2", "h200x2z3m"),
+                         "h200x2-two-gpu-firsts": lambda: _two_gpu_firsts("h200x2", "h200x2tf"),
                          "h200-strided-check": lambda: _strided_check("h200x1", "h200sc"),
                          "h200-blind-families": lambda: _blind_families_h200("h200x1", "h200bf"),
                          "h200-eager-long-2": lambda: _eager_long_2("h200x1", "h200el2"),
