@@ -15,6 +15,10 @@ and stored before it ran, without a profile and with the bundled h200x1 / h200x2
   ``recommend_groups.out.txt``); ``h200x2-new-type-regimes``: DeepSeek-V4 under ZeRO-3, GLM-4-MoE at 8k with
   recomputation, Kimi-Linear with the optimizer offloaded, Granite-MoE-Hybrid QLoRA under DDP, Bamba full ZeRO-3;
   ``h200x2-falcon-h1-memory``: Falcon-H1 LoRA ZeRO-2 by length (in ``layer_block.out.txt`` too).
+- two H200s, ``h200x2-two-gpu-firsts`` (twentieth session): ten model types run before on one GPU only (Aya-23-8B,
+  Qwen3-30B-A3B cut to 12 layers, gpt-oss-20b, MiniCPM3, Granite-3.0-3B-A800M, OLMo-1B, DeepSeek-V3 small, Arcee AFM,
+  Qwen3.5, Gemma-4), in ZeRO-1/2/3, DDP, LoRA, QLoRA, full, optimizer offload, 1k-4k tokens (Gemma-4 skipped for the
+  budget). Qwen3.5's miss is taken apart in ``logs/h200{,x2}-anatomy-3{1,2}-2026-11-29.jsonl``.
 
     python -m tests.benchmarks.blind_families_h200 > tests/benchmarks/blind_families_h200.out.txt
 """
@@ -29,7 +33,8 @@ GRIDS = {"h200-blind-families": "one H200, six model types never run (held out)"
 TWO_GPU_GRIDS = {
     "h200x2-new-type-groups": "two H200s, recommend's picks for three model types never run on two GPUs (held out)",
     "h200x2-new-type-regimes": "two H200s, model types first run last session, in ZeRO-3, offload, 8k (held out)",
-    "h200x2-falcon-h1-memory": "two H200s, Falcon-H1's memory by length (held out)"}
+    "h200x2-falcon-h1-memory": "two H200s, Falcon-H1's memory by length (held out)",
+    "h200x2-two-gpu-firsts": "two H200s, ten model types first run on two GPUs (held out)"}
 
 
 def main() -> None:
