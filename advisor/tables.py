@@ -46,9 +46,13 @@ def _fits(ok: bool) -> str:
 
 def not_run(p) -> str:
     """What a configuration that does not fit shows instead of a throughput: 'would need 1,414 GiB per GPU'
-    (or the host RAM it would need): it cannot run, so no tokens/s is shown as if it did."""
+    (or the host RAM it would need): it cannot run, so no tokens/s is shown as if it did. A serving batch larger than
+    the engine's KV pool is no crash: the engine runs the sequences the pool holds and queues the rest (its ``note``)."""
     if getattr(p, "failure", None) == "host_oom" and getattr(p, "host_mem_gib", None):
         return f"does not fit: would need {p.host_mem_gib:,.0f} GiB of host RAM"
+    if getattr(p, "note", None) and getattr(p, "max_batch_size", None):
+        # an engine's KV pool too small for the batch: it runs what the pool holds and queues the rest (not a crash)
+        return f"{p.engine} pool holds {p.max_batch_size:,} at once; the rest queue"
     need = getattr(p, "required_gib", None) or p.peak_mem_gib
     return f"does not fit: would need {need:,.0f} GiB per GPU"
 

@@ -237,3 +237,14 @@ def test_search_fills_the_kv_pool_not_only_powers_of_two(predictor):
     assert predict_point(predictor, j, Config(1, 1, "fp8", 8, largest)).fits
     assert not predict_point(predictor, j, Config(1, 1, "fp8", 8, largest + 1)).fits
     assert res.picks[0].config.max_num_seqs == largest
+
+
+def test_a_batch_beyond_the_engine_pool_says_the_rest_queue_not_a_crash(tmp_path):
+    """vLLM runs what its KV pool holds and queues the rest: the table says so instead of 'would need N GiB'."""
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "big", "hardware": "h100x1", "model": "llama3.1-8b", "task": "serve",
+                                 "batch_size": 2048, "prompt_len": 4096, "output_len": 512}) + "\n")
+    r = run("predict", "--cases", str(cases))
+    cell = " ".join(line.split("│")[4].strip() for line in r.stdout.splitlines() if line.count("│") >= 7)
+    assert " ".join(cell.split()) == "vllm pool holds 98 at once; the rest queue", r.stdout
+    assert "would need" not in r.stdout
