@@ -90,12 +90,14 @@ def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any
     from pydantic import TypeAdapter
     from torch.profiler import ProfilerActivity, profile
 
-    from knowledge.schema import Case
-    from probes.run_case import META_KEYS, resolve_arch
+    from knowledge.schema import Case, TrainCase
+    from probes.run_case import META_KEYS, resolve_arch, with_advised_targets
     from probes.train_step import _prepare, resolve_ds_config, setup_distributed
 
     case = TypeAdapter(Case).validate_python({k: v for k, v in case_obj.items() if k not in META_KEYS})
     arch = resolve_arch(case.model)
+    if isinstance(case, TrainCase):  # the targets run_case would run (until 2026-11-29 the schema's q/k/v/o here)
+        case = with_advised_targets(arch, case, case_obj)
     d = setup_distributed("cuda", need_group=case.engine == "deepspeed")
     attn = "sdpa" if case.flash_attention else "eager"
     torch.cuda.reset_peak_memory_stats()

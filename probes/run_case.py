@@ -113,6 +113,17 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def with_advised_targets(arch: ModelArch, case: Any, case_obj: dict) -> Any:
+    """A LoRA case that names no targets runs on the ones the advisor predicts it with (Pythia: query_key_value;
+    Qwen3.5: its DeltaNet projections), and ``case_obj`` (what the row records) names the targets that ran. Every
+    harness that runs a case goes through here, so a run and its prediction adapt the same modules."""
+    from advisor.traces import TraceBook
+
+    case = TraceBook().with_default_lora_targets(arch, case)
+    case_obj["lora_targets"] = case.lora_targets
+    return case
+
+
 def measure(case_obj: dict, args: argparse.Namespace, info: dict) -> Measured:
     """Validate the case, resolve its architecture and run it; exceptions propagate."""
     from pydantic import TypeAdapter
@@ -127,11 +138,7 @@ def measure(case_obj: dict, args: argparse.Namespace, info: dict) -> Measured:
     if isinstance(case, TrainCase):
         from probes.train_step import run_training
 
-        from advisor.traces import TraceBook
-
-        # a LoRA case that names no targets runs on the ones the advisor predicts it with (Pythia: query_key_value)
-        case = TraceBook().with_default_lora_targets(arch, case)
-        case_obj["lora_targets"] = case.lora_targets  # the row records the targets that ran
+        case = with_advised_targets(arch, case, case_obj)
 
         ds = load_json_arg(args.ds_config) if args.ds_config else None
         return run_training(case, arch, steps=args.steps, warmup=args.warmup, device=device, ds_config=ds,

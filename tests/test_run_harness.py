@@ -276,3 +276,27 @@ def test_zero3_builds_a_model_whose_init_copies_into_its_parameters(tmp_path: Pa
                      zero_stage=3, seq_len=32)
     ds = {"zero_optimization": {"stage": 3}, "bf16": {"enabled": True}, "gradient_clipping": 1.0}
     _check_train(run_training(case, resolve_model(str(path)), device="cpu", steps=1, warmup=0, ds_config=ds), case)
+
+
+def test_anatomy_runs_the_lora_targets_the_advisor_predicts(tmp_path: Path, monkeypatch) -> None:
+    """probes.anatomy took the schema's q/k/v/o where probes.run_case runs the model's own default (Qwen3.5's anatomy
+    adapted other modules than its grid run): both go through ``with_advised_targets`` now. Stopped before the GPU."""
+    import probes.train_step as train_step
+    from probes import anatomy
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_a, **_k):
+        raise Stop
+
+    monkeypatch.setattr(train_step, "setup_distributed", stop)
+    config = tmp_path / "neox.json"
+    config.write_text(json.dumps({"model_type": "gpt_neox", "hidden_size": 128, "intermediate_size": 256,
+                                  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000,
+                                  "rotary_pct": 0.25, "max_position_embeddings": 2048}))
+    case = {"id": "neox-lora", "hardware": "h100x1", "model": str(config), "task": "finetune", "method": "lora",
+            "engine": "pytorch", "micro_batch_size": 1, "seq_len": 32}
+    with pytest.raises(Stop):
+        anatomy.run(case, warmup=0)
+    assert case["lora_targets"] == ["query_key_value"]
