@@ -5,7 +5,11 @@
   default: it leaves OMP_NUM_THREADS unset, so each rank's OpenMP takes the whole host)};
 - the threads a fresh process gets with OMP_NUM_THREADS unset (what the launcher's ranks get);
 - host<->device copies of one GPU from pinned and from pageable memory (DeepSpeed's offload buffers are
-  pageable unless ``pin_memory`` is set).
+  pageable unless ``pin_memory`` is set);
+- with ``--dispatch-procs``: a host-bound stream of small autograd steps dispatched by P processes at once (each on
+  its own GPU), with and without a process group made (NCCL's proxy threads run beside each rank): Qwen3.5's host-bound
+  step took 1.87 s alone on a two-GPU machine and 2.05 / 2.95 s per rank with two ranks (2026-11-29), and the model's
+  per-platform host factors average that away (``tests/benchmarks/host_bound_ranks.out.txt``).
 
 ``python -m probes.host_contention --out DIR [--procs 1,2,4,8] [--params N] [--toy]`` appends one JSON line per
 measurement to DIR/host_contention.jsonl. ``--toy`` runs at toy size on the CPU (tests).
@@ -128,6 +132,68 @@ def concurrent_copy_rates_gbs(procs: int, n_bytes: int, repeats: int = 8, toy: b
     return out
 
 
+def _dispatch_worker(rank: int, procs: int, iters: int, toy: bool, group: bool, port: int, barrier,
+                     queue) -> None:  # pragma: no cover - subprocess
+    import torch
+
+    cuda = torch.cuda.is_available() and not toy
+    dev = f"cuda:{rank % torch.cuda.device_count()}" if cuda else "cpu"
+    if cuda:
+        torch.cuda.set_device(dev)
+    torch.set_num_threads(1)  # torchrun's OMP_NUM_THREADS=1: the rank's own thread dispatches
+    if group:
+        import torch.distributed as dist
+
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=procs)
+        t = torch.ones(1, device=dev)
+        dist.all_reduce(t)  # the transport's threads are up, as in a training step's ranks
+    x = torch.randn(64, 64, device=dev, requires_grad=True)
+    w = torch.randn(64, 64, device=dev)
+    sync = (lambda: torch.cuda.synchronize(dev)) if cuda else (lambda: None)
+
+    def step() -> None:  # a small layer's worth of autograd: a few kernels forward, their backward
+        loss = (torch.tanh(x * w) + x).sum()
+        loss.backward()
+
+    for _ in range(max(iters // 10, 5)):
+        step()
+    sync()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    sync()
+    queue.put((rank, (time.perf_counter() - t0) / iters * 1e6))
+    barrier.wait()
+    if group:
+        dist.destroy_process_group()
+
+
+def concurrent_dispatch_us(procs: int, iters: int = 2000, toy: bool = False, group: bool = False) -> dict:
+    """Microseconds per small autograd step (a multiply, tanh, add and sum forward, their backward) of each of ``procs``
+    processes dispatching at once, each on GPU rank % count (one OpenMP thread each), with a process group made first
+    when ``group``: whether a node's ranks slow each other's host-bound dispatch, and whether the collectives' threads
+    are what does it."""
+    import multiprocessing as mp
+    import socket
+
+    with socket.socket() as s:  # a free port for the group's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    barrier, queue = ctx.Barrier(procs), ctx.Queue()
+    workers = [ctx.Process(target=_dispatch_worker, args=(r, procs, iters, toy, group and procs > 1, port, barrier, queue))
+               for r in range(procs)]
+    for w in workers:
+        w.start()
+    per = dict(queue.get(timeout=600) for _ in workers)
+    for w in workers:
+        w.join(timeout=60)
+    us = [round(per[r], 2) for r in sorted(per)]
+    return {"us_per_step_per_proc": us, "us_per_step_max": max(us), "us_per_step_mean": round(sum(us) / len(us), 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m probes.host_contention", description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -136,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--copy-bytes", type=int, default=2**30)
     ap.add_argument("--copy-procs", default="", help="also time copies from 1,2,... processes at once (e.g. 1,2,4,8)")
     ap.add_argument("--copies-only", action="store_true", help="skip CPU Adam")
+    ap.add_argument("--dispatch-procs", default="", help="also time host-bound dispatch from 1,2,... processes at once, "
+                                                          "without and with a process group (e.g. 1,2,4,8)")
     ap.add_argument("--toy", action="store_true")
     ap.add_argument("--allow-build", action="store_true")
     args = ap.parse_args(argv)
@@ -155,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     for p in (int(x) for x in args.copy_procs.split(",") if x):
         log({"kind": "concurrent_copies", "processes": p, "bytes": each_bytes,
              **concurrent_copy_rates_gbs(p, each_bytes, toy=args.toy)})
+    for p in (int(x) for x in args.dispatch_procs.split(",") if x):
+        for group in ((False, True) if p > 1 else (False,)):
+            log({"kind": "dispatch", "processes": p, "group": group,
+                 **concurrent_dispatch_us(p, iters=200 if args.toy else 2000, toy=args.toy, group=group)})
     if args.copies_only:
         return 0
     params = 100_000 if args.toy else args.params

@@ -226,6 +226,21 @@ def test_host_contention_probe_runs_every_path_on_the_cpu(tmp_path):
     assert recs[0]["default_threads"] >= 1 and all(r["gparams_per_s"] > 0 for r in recs if r["kind"] == "cpu_adam")
 
 
+def test_host_contention_times_dispatch_by_processes_with_and_without_a_group(tmp_path):
+    """``--dispatch-procs 1,2``: one line per process count, two processes without and with a process group (gloo on
+    the CPU, NCCL on GPUs), each process's microseconds per small autograd step."""
+    import json
+
+    from probes.host_contention import main
+
+    assert main(["--out", str(tmp_path), "--toy", "--copies-only", "--dispatch-procs", "1,2"]) == 0
+    recs = [json.loads(x) for x in (tmp_path / "host_contention.jsonl").read_text().splitlines()]
+    dispatch = [(r["processes"], r["group"], r) for r in recs if r["kind"] == "dispatch"]
+    assert [(p, g) for p, g, _ in dispatch] == [(1, False), (2, False), (2, True)]
+    for p, _, r in dispatch:
+        assert len(r["us_per_step_per_proc"]) == p and 0 < min(r["us_per_step_per_proc"]) <= r["us_per_step_max"] < 1e5
+
+
 def test_offload_copies_are_timed_in_the_phase_that_waits_for_them():
     """ZeRO-Offload's gradient copies to the host run inside the backward and ZeRO-3's parameter copies inside the
     forward and backward (measured: a Llama-3.2-3B ZeRO-2 offload step's backward 0.42 s against ~0.13 s of compute,
