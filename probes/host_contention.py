@@ -194,15 +194,27 @@ def concurrent_dispatch_us(procs: int, iters: int = 2000, toy: bool = False, gro
     return {"us_per_step_per_proc": us, "us_per_step_max": max(us), "us_per_step_mean": round(sum(us) / len(us), 2)}
 
 
+def process_counts(text: str) -> tuple[int, ...]:
+    """A comma-separated list of process counts ("1,2,4"; "" for none), each a positive integer: argparse's type for
+    --procs, --copy-procs and --dispatch-procs, so a bad value stops the probe before it measures anything."""
+    try:
+        counts = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        counts = ()
+    if text.strip() and (not counts or min(counts) < 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of process counts (e.g. 1,2,4)")
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m probes.host_contention", description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--procs", default="1,2,4,8")
+    ap.add_argument("--procs", type=process_counts, default="1,2,4,8")
     ap.add_argument("--params", type=int, default=100_000_000, help="parameters each CPU Adam process steps")
     ap.add_argument("--copy-bytes", type=int, default=2**30)
-    ap.add_argument("--copy-procs", default="", help="also time copies from 1,2,... processes at once (e.g. 1,2,4,8)")
+    ap.add_argument("--copy-procs", type=process_counts, default="", help="also time copies from 1,2,... processes at once (e.g. 1,2,4,8)")
     ap.add_argument("--copies-only", action="store_true", help="skip CPU Adam")
-    ap.add_argument("--dispatch-procs", default="", help="also time host-bound dispatch from 1,2,... processes at once, "
+    ap.add_argument("--dispatch-procs", type=process_counts, default="", help="also time host-bound dispatch from 1,2,... processes at once, "
                                                           "without and with a process group (e.g. 1,2,4,8)")
     ap.add_argument("--toy", action="store_true")
     ap.add_argument("--allow-build", action="store_true")
@@ -220,17 +232,17 @@ def main(argv: list[str] | None = None) -> int:
     copy_bytes = 2**16 if args.toy else args.copy_bytes
     log({"kind": "copies", "bytes": copy_bytes, **copy_rates_gbs(copy_bytes, toy=args.toy)})
     each_bytes = copy_bytes // 4  # several processes' copies at once: a quarter each
-    for p in (int(x) for x in args.copy_procs.split(",") if x):
+    for p in args.copy_procs:
         log({"kind": "concurrent_copies", "processes": p, "bytes": each_bytes,
              **concurrent_copy_rates_gbs(p, each_bytes, toy=args.toy)})
-    for p in (int(x) for x in args.dispatch_procs.split(",") if x):
+    for p in args.dispatch_procs:
         for group in ((False, True) if p > 1 else (False,)):
             log({"kind": "dispatch", "processes": p, "group": group,
                  **concurrent_dispatch_us(p, iters=200 if args.toy else 2000, toy=args.toy, group=group)})
     if args.copies_only:
         return 0
     params = 100_000 if args.toy else args.params
-    for p in (int(x) for x in args.procs.split(",")):
+    for p in args.procs:
         for t in thread_counts(cores, p):
             t0 = time.perf_counter()
             pt = cpu_adam_concurrent(p, params, t, args.allow_build)

@@ -1,5 +1,7 @@
 """The PCIe server as wired (models.host_links), the links probe on CPU, and per-class error bars."""
 
+import pytest
+
 from knowledge.catalog import resolve_platform
 from knowledge.platform_class import class_rel_error, platform_class
 from knowledge.schema import LinksProbe, Profile
@@ -239,6 +241,18 @@ def test_host_contention_times_dispatch_by_processes_with_and_without_a_group(tm
     assert [(p, g) for p, g, _ in dispatch] == [(1, False), (2, False), (2, True)]
     for p, _, r in dispatch:
         assert len(r["us_per_step_per_proc"]) == p and 0 < min(r["us_per_step_per_proc"]) <= r["us_per_step_max"] < 1e5
+
+
+def test_host_contention_refuses_bad_process_counts_before_measuring(tmp_path, capsys):
+    """A bad --procs / --copy-procs / --dispatch-procs is one argparse line and exit 2, with nothing measured or written."""
+    from probes.host_contention import main
+
+    for flag, value in (("--dispatch-procs", "x"), ("--copy-procs", "0"), ("--procs", "2,-1")):
+        with pytest.raises(SystemExit) as e:
+            main(["--out", str(tmp_path), "--toy", flag, value])
+        assert e.value.code == 2
+        assert f"{value!r} is not a comma-separated list of process counts" in capsys.readouterr().err
+    assert not (tmp_path / "host_contention.jsonl").exists()
 
 
 def test_offload_copies_are_timed_in_the_phase_that_waits_for_them():
