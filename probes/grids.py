@@ -2178,7 +2178,36 @@ def _offset_work_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-offset-work-check": lambda: _offset_work_check("h200x1", "h200ow"),
+def _rank_pairs_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Host-bound steps run by one rank and by two on the same two-GPU machine (2026-11-29, twenty-first): the pairs
+    tell how much ranks dispatching at once slow each other (Qwen3.5: 1.87 s alone, 2.05 / 2.95 s with two), apart
+    from the platform's one-rank host speed, which the per-platform factors alone cannot. Small models at 1-2k tokens
+    (host share 0.2-0.6 predicted), PyTorch/PEFT (one process, then DDP) and DeepSpeed ZeRO-2 and ZeRO-3. Stored
+    before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in ("qwen3-1.7b", "gemma-3-1b", "olmo-2-1b", "phi-3-mini-4k", "qwen3-4b",
+                                              "qwen2.5-3b", "smollm2-1.7b")}
+    run = {"_steps": 5, "_warmup": 2, "_timeout_s": 100, "flash_attention": True}
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+
+    def pair(cid: str, model: str, task: str, **kw: Any) -> list[dict[str, Any]]:
+        return [_case(hw, f"{prefix}-{cid}-g{g}", cfg[model], task, gpus=g, **{**run, **kw}) for g in (1, 2)]
+
+    return [
+        *pair("qwen3-1.7b-lora-pt-mb1-s1k", "qwen3-1.7b", "finetune", method="lora", micro_batch_size=1, seq_len=1024, **pt),
+        *pair("gemma3-1b-lora-z2-mb1-s1k", "gemma-3-1b", "finetune", method="lora", zero_stage=2, micro_batch_size=1,
+              seq_len=1024, **ds),
+        *pair("phi3-mini-lora-pt-mb1-s1k", "phi-3-mini-4k", "finetune", method="lora", micro_batch_size=1, seq_len=1024, **pt),
+        *pair("olmo2-1b-full-z2-mb2-s1k", "olmo-2-1b", "pretrain", zero_stage=2, micro_batch_size=2, seq_len=1024, **ds),
+        *pair("qwen3-4b-lora-z2-mb1-s2k", "qwen3-4b", "finetune", method="lora", zero_stage=2, micro_batch_size=1,
+              seq_len=2048, **ds),
+        *pair("qwen25-3b-lora-z3-mb1-s1k", "qwen2.5-3b", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+              seq_len=1024, **ds),
+        *pair("smollm2-full-pt-mb2-s1k", "smollm2-1.7b", "pretrain", micro_batch_size=2, seq_len=1024, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-rank-pairs": lambda: _rank_pairs_2gpu("h200x2", "h200x2rp"),
+                         "h200-offset-work-check": lambda: _offset_work_check("h200x1", "h200ow"),
                          "h200-layer-block-check": lambda: _layer_block_check("h200x1", "h200lb"),
                          "h200x2-falcon-h1-memory": lambda: _falcon_h1_memory_2gpu("h200x2", "h200x2fm"),
                          "h200x2-new-type-groups": lambda: _new_type_groups_2gpu("h200x2", "h200x2ng"),
