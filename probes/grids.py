@@ -2206,7 +2206,41 @@ def _rank_pairs_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-rank-pairs": lambda: _rank_pairs_2gpu("h200x2", "h200x2rp"),
+def _rank_contention_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, twenty-first), after the fit learned ``node_ranks_host_factor`` from grid
+    ``h200x2-rank-pairs``: host-bound and mid steps of families not in those pairs, on two ranks as a user runs them
+    (PyTorch/PEFT under DDP, DeepSpeed ZeRO-1/2/3; LoRA and full; 1-2k tokens), and two on one rank. Stored before they
+    run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in ("smollm2-1.7b", "stablelm-2-1.6b", "ernie-4.5-0.3b", "helium", "lfm2",
+                                              "pythia-1.4b", "starcoder2-3b", "granite-3.0-2b", "smollm3-3b", "olmo-1b")}
+    run = {"_steps": 5, "_warmup": 2, "_timeout_s": 100, "flash_attention": True}
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+
+    def k(cid: str, model: str, task: str, gpus: int = 2, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=gpus, **{**run, **kw})
+
+    return [
+        k("smollm2-full-ddp-mb2-s1k", "smollm2-1.7b", "pretrain", micro_batch_size=2, seq_len=1024, **pt),
+        k("stablelm2-lora-ddp-mb1-s1k", "stablelm-2-1.6b", "finetune", method="lora", micro_batch_size=1, seq_len=1024, **pt),
+        k("ernie-full-z2-mb4-s1k", "ernie-4.5-0.3b", "pretrain", zero_stage=2, micro_batch_size=4, seq_len=1024, **ds),
+        k("helium-lora-z2-mb1-s2k", "helium", "finetune", method="lora", zero_stage=2, micro_batch_size=1, seq_len=2048, **ds),
+        k("lfm2-lora-ddp-mb1-s1k", "lfm2", "finetune", method="lora", micro_batch_size=1, seq_len=1024, **pt),
+        k("pythia-full-z1-mb2-s1k", "pythia-1.4b", "pretrain", zero_stage=1, micro_batch_size=2, seq_len=1024, **ds),
+        k("starcoder2-lora-z3-mb1-s1k", "starcoder2-3b", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+          seq_len=1024, **ds),
+        k("granite-2b-lora-ddp-mb2-s1k", "granite-3.0-2b", "finetune", method="lora", micro_batch_size=2, seq_len=1024, **pt),
+        k("smollm3-qlora-z2-mb1-s2k", "smollm3-3b", "finetune", method="qlora", quantization="nf4", zero_stage=2,
+          micro_batch_size=1, seq_len=2048, **ds),
+        k("olmo1b-lora-z3-mb2-s1k", "olmo-1b", "finetune", method="lora", zero_stage=3, micro_batch_size=2, seq_len=1024, **ds),
+        k("stablelm2-lora-pt-mb1-s1k-g1", "stablelm-2-1.6b", "finetune", gpus=1, method="lora", micro_batch_size=1,
+          seq_len=1024, **pt),
+        k("starcoder2-lora-z3-mb1-s1k-g1", "starcoder2-3b", "finetune", gpus=1, method="lora", zero_stage=3,
+          micro_batch_size=1, seq_len=1024, **ds),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-rank-contention-check": lambda: _rank_contention_check("h200x2", "h200x2rc"),
+                         "h200x2-rank-pairs": lambda: _rank_pairs_2gpu("h200x2", "h200x2rp"),
                          "h200-offset-work-check": lambda: _offset_work_check("h200x1", "h200ow"),
                          "h200-layer-block-check": lambda: _layer_block_check("h200x1", "h200lb"),
                          "h200x2-falcon-h1-memory": lambda: _falcon_h1_memory_2gpu("h200x2", "h200x2fm"),
