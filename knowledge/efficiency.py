@@ -86,6 +86,15 @@ class Efficiencies(BaseModel):
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
     dispatch_launch_exponent: float = _p(1.0, "how kernel_time_s follows a new host's measured launch of one small kernel from Python (advisor probe), as (launch / the probed hosts' launch) ** exponent; prior 1 (all of it the core's speed); advisor calibrate --full sets it to the log-log slope of the fitted per-host kernel_time_s factors on the probed hosts' launch (advisor.calibrate.dispatch_launch_exponent)", 0, 1)
+    # a node's ranks slow each other's host work (dispatch, autograd, DeepSpeed's hooks) when it bounds the step: the
+    # same host-bound step run by one rank and by two on one two-H200 machine (grid h200x2-rank-pairs, 2026-11-29):
+    # PyTorch LoRA of Qwen3-1.7B 0.116 -> 0.179 s, ZeRO-2 OLMo-2-1B full 0.142 -> 0.176, ZeRO-3 LoRA of Qwen2.5-3B
+    # 0.944 -> 1.545, where GPU-bound pairs kept their step; Qwen3.5's PyTorch step 1.87 s alone, 2.05 / 2.95 s with two
+    # ranks (anatomies 32-33). Small autograd steps dispatched by two processes at once did not slow (192 us alone,
+    # 197 / 176 with two, 211 / 161 with a process group: logs/h200x2-host-contention-2026-11-29.jsonl), so it is not
+    # the dispatch itself but the ranks' lockstep: each collective waits for the slower rank. Measured with two ranks
+    # only; more ranks on a node get the same factor (not fitted on more)
+    node_ranks_host_factor: float = _p(1.0, "fitted (ranks contend, above): a rank's host work (kernel dispatch, autograd, DeepSpeed's hooks) takes this much longer when the node runs more than one rank; prior 1 (no contention: a fit without one-rank and two-rank runs of one machine keeps it; with the pairs' prior of 1.2, the held-out fits of catalog rows alone took it and moved two-H200 runs held out by platform from 14.4 to 16.9%)", 0.8, 3)
     deepspeed_dispatch_factor: float = _p(1.2, "prior: DeepSpeed's engine wraps every module call (hooks, its own autocast, bookkeeping): CPU cost per kernel over plain PyTorch", 0.5, 5)
     lora_kernels_per_target: float = _p(7.0, "prior: kernels + Python of one PEFT LoRA layer's forward (input cast, A, B, scale, add; adapter loop)", 1, 30)
     backward_dispatch_factor: float = _p(1.5, "prior: autograd's CPU cost per forward kernel in backward (one node per op, 1-2 kernels each)", 0.5, 5)
@@ -153,7 +162,7 @@ class Efficiencies(BaseModel):
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
 FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor", "recompute_dispatch_factor",
-    "deepspeed_dispatch_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
+    "deepspeed_dispatch_factor", "node_ranks_host_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",

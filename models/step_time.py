@@ -229,6 +229,12 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> t
     return fwd, bwd
 
 
+def ranks_contend(s: TrainSetup, eff: Efficiencies) -> float:
+    """How much longer a rank's host work of a micro-batch (dispatch and hooks) takes beside the node's other ranks
+    (``node_ranks_host_factor``): 1 for a node's only rank."""
+    return eff.node_ranks_host_factor if s.per_node > 1 else 1.0
+
+
 def trainable_tensors(s: TrainSetup) -> float:
     """Trainable tensors of the decoder layers (DeepSpeed's per-tensor hooks and step loops run once per tensor). The
     hand count's full training of a quantized base trains the layer's norms only: its projections are frozen 4- or
@@ -270,6 +276,8 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
     # each measured ratio and 3% of its TFLOP/s at 100 Gb/s (hidden like ZeRO-1/2's reduce-scatters, with three gathers:
     # -12 to -23%, +22%); the choice was made looking at that sweep, so it is no held-out test of it. The study's
     # servers left out whole moved from 28/52/147% to 28/47/142% (A800 / RTX 4090 / RTX 3090).
+    contend = ranks_contend(s, eff)
+    fwd_cpu, bwd_cpu = fwd_cpu * contend, bwd_cpu * contend
     hidden = (0.0 if s.zero == 3 else eff.grad_overlap) * min(per_mb_comm, bwd_gpu)
     exposed_mb = per_mb_comm - hidden
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from knowledge.efficiency import Efficiencies
 from knowledge.schema import ModelArch, PlatformSpec, TrainBreakdown, TrainCase, TrainPrediction
 from knowledge.traces import ArchTrace
 from knowledge.units import GiB
@@ -20,24 +19,24 @@ from models.step_time import StepTime, model_flops_per_step, tokens_per_step, tr
 FRAGMENTATION_NAMED = 0.1  # of the need: the allocator's reserve beside the tensors named in the message from this share on
 
 
-def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str | None, str | None, float]:
-    """(fits, why not, failure kind, p_oom): fits only when P(OOM) <= 5% (models.oom)."""
+def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration, held_gib: float) -> tuple[bool, str | None, str | None, float]:
+    """(fits, why not, failure kind, p_oom): fits only when P(OOM) <= 5% (models.oom). ``held_gib``: what the allocator
+    holds beside the peak's tensors (``models.memory.fragmentation_bytes``)."""
     outside = zero3_unfetched(s)
     if outside:
         return False, (f"ZeRO-3 would crash: the model's code reads {outside} outside the forward of the module holding "
                        "it, where DeepSpeed has not gathered it (mark that module a ZeRO-3 leaf with "
                        "deepspeed.utils.set_z3_leaf_modules, or use ZeRO-2)"), "crash", 1.0
     cap = usable_gib(s.platform.gpu.memory_gib, cal.eff)
-    need = required_gib(s, mem, cal.eff)
+    need = required_gib(mem, held_gib)
     host_gib = mem.host / GiB
     host_cap = host_capacity_gib(cal)
     risk = oom_risk(need, cap, host_gib, host_cap)
     p = risk.total
     # the message rounds the need up and the capacity down, so what it prints always shows the shortfall
-    held = fragmentation_bytes(s, cal.eff) / GiB
     # the allocator's reserve beside the tensors, when a sizeable part of the need, is named: it is not in the peak
-    again = f" ({round_up(mem.peak / GiB)} GiB of tensors, {round_up(held)} the allocator holds as each layer asks for its " \
-        "largest block again)" if held > FRAGMENTATION_NAMED * need else ""
+    again = f" ({round_up(mem.peak / GiB)} GiB of tensors, {round_up(held_gib)} the allocator holds as each layer asks for " \
+        "its largest block again)" if held_gib > FRAGMENTATION_NAMED * need else ""
     if need > cap:
         return False, (f"needs {round_up(need)} GiB per GPU{again}, {round_down(cap)} GiB usable of "
                        f"{s.platform.gpu.memory_gib:.1f}"), "device_oom", p
@@ -56,10 +55,10 @@ def _fits(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> tuple[bool, str 
     return True, None, None, p
 
 
-def required_gib(s: TrainSetup, mem: TrainMemory, eff: Efficiencies) -> float:
-    """What the verdict weighs against the usable memory: the peak and what the allocator holds beside it as each
-    decoder layer asks for its largest block again (``models.memory.fragmentation_bytes``)."""
-    return (mem.peak + fragmentation_bytes(s, eff)) / GiB
+def required_gib(mem: TrainMemory, held_gib: float) -> float:
+    """What the verdict weighs against the usable memory: the peak and ``held_gib``, what the allocator holds beside it
+    as each decoder layer asks for its largest block again (``models.memory.fragmentation_bytes``)."""
+    return mem.peak / GiB + held_gib
 
 
 def swap_paging_s(s: TrainSetup, mem: TrainMemory, cal: Calibration) -> float:
@@ -126,7 +125,8 @@ def predict_training(
         t = dataclasses.replace(t, offload=t.offload + paging)
     step = t.total
     tps = tokens_per_step(s) / step
-    fits, why, failure, p = _fits(s, mem, cal)
+    held_gib = fragmentation_bytes(s, cal.eff) / GiB  # once: the verdict and the reported need both weigh it
+    fits, why, failure, p = _fits(s, mem, cal, held_gib)
     interval = None
     if rel_error:
         interval = {"tokens_per_s": (tps / (1 + rel_error), tps * (1 + rel_error)), "step_time_s": (step / (1 + rel_error), step * (1 + rel_error))}
@@ -135,6 +135,6 @@ def predict_training(
         breakdown=breakdown(mem, t), interval=interval, host_mem_gib=mem.host / GiB,
         capacity_gib=platform.gpu.memory_gib, why_not_fits=why, failure=failure,
         model_tflops_per_gpu=model_flops_per_step(s) / step / 1e12,
-        host_capacity_gib=host_capacity_gib(cal), p_oom=round(p, 4), required_gib=required_gib(s, mem, cal.eff),
+        host_capacity_gib=host_capacity_gib(cal), p_oom=round(p, 4), required_gib=required_gib(mem, held_gib),
         host_swap_gib=round(mem.host / GiB - cal.host_ram_gib, 2) if fits and mem.host / GiB > cal.host_ram_gib else None,
     )

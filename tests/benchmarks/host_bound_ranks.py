@@ -8,6 +8,11 @@ alone on the two-GPU machine, and with two ranks there, beside today's predictio
 each other's host-bound stream, and the per-platform kernel factor, fitted mostly on GPU-bound two-GPU rows, does not
 say so (its ZeRO-3 hook factor, Python under two ranks, does: 1.44x the one-GPU machine's on H200s, 1.15x on H100s).
 
+Twenty-first session: the same host-bound steps run by one rank and by two on one two-H200 machine (grid
+``h200x2-rank-pairs``, fitted: the rows that set ``node_ranks_host_factor``), then the grid that holds that factor out
+(``h200x2-rank-contention-check``, families not in the pairs, stored before they ran), scored as stored and as
+predicted today.
+
     python -m tests.benchmarks.host_bound_ranks > tests/benchmarks/host_bound_ranks.out.txt
 """
 
@@ -22,6 +27,7 @@ warnings.filterwarnings("ignore")
 from advisor.calibrate import measurements  # noqa: E402
 from advisor.evaluation import training_rows  # noqa: E402
 from advisor.predictor import Predictor, calibration_for  # noqa: E402
+from knowledge.catalog import resolve_platform  # noqa: E402
 from knowledge.efficiency import load_platform_factors  # noqa: E402
 from knowledge.schema import TrainCase  # noqa: E402
 from tests.benchmarks.stored_predictions import OWN  # noqa: E402
@@ -86,6 +92,48 @@ def _case(cid: str) -> dict:
     raise KeyError(cid)
 
 
+PAIRS = "h200x2-rank-pairs-2026-11-29.jsonl"
+CHECK = "logs/h200x2-rank-contention-check-2026-11-29.jsonl"
+
+
+def _rows(name: str) -> list[dict]:
+    path = OWN / name
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def pairs() -> None:
+    rows = {r["case"]["id"]: r for r in _rows(PAIRS) if not r["measured"].get("error")}
+    pred = Predictor()
+    print(f"\none rank against two on one two-H200 machine (grid h200x2-rank-pairs; in sample: fitted), "
+          f"node_ranks_host_factor {calibration_for(resolve_platform('h200x2')).eff.node_ranks_host_factor:.3f}")
+    print(f"{'pair':<40} {'1 rank s':>9} {'2 ranks s':>10} {'ratio':>6} {'predicted 1 / 2 s':>18} {'ratio':>6}")
+    for cid in sorted(k for k in rows if k.endswith("-g1")):
+        two = rows.get(cid[:-1] + "2")
+        if two is None:
+            continue
+        m1, m2 = rows[cid]["measured"]["step_time_s"], two["measured"]["step_time_s"]
+        p1, p2 = (pred.predict(TrainCase.model_validate(r["case"])).step_time_s for r in (rows[cid], two))
+        print(f"{cid[len('h200x2rp-'):-3]:<40} {m1:>9.3f} {m2:>10.3f} {m2 / m1:>6.2f} {p1:>9.3f} / {p2:<6.3f} {p2 / p1:>6.2f}")
+
+
+def check() -> None:
+    rows = [r for r in _rows(CHECK) if not r["measured"].get("error") and r["measured"].get("tokens_per_s")]
+    if not rows:
+        print("\nheld-out check (grid h200x2-rank-contention-check): not run")
+        return
+    from tests.benchmarks.stored_predictions import compare_grids
+
+    print("\nheld out (grid h200x2-rank-contention-check, families not in the pairs; predictions stored before the runs)")
+    compare_grids({"h200x2-rank-contention-check": "ten families on two ranks, two on one"}, "h200x2", "2026-11-29")
+    print("== the same runs against the code before node_ranks_host_factor (its predictions, stored before the runs)")
+    from tests.benchmarks.stored_predictions import compare
+
+    compare([CHECK], ["h200x2-rank-contention-check-predictions-before-factor-2026-11-29.jsonl"], None,
+            label="code before the factor")
+
+
 if __name__ == "__main__":
     fitted_rows()
     anatomies()
+    pairs()
+    check()
