@@ -2239,7 +2239,35 @@ def _rank_contention_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-rank-contention-check": lambda: _rank_contention_check("h200x2", "h200x2rc"),
+def _gpu_bound_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-29, twenty-first), after ``node_ranks_host_factor``: the 7-14B jobs people run on two GPUs, mostly
+    GPU-bound (where the factor should change little), LoRA, QLoRA and full; DDP and ZeRO-2/3; 2-4k tokens. Stored before
+    they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in ("qwen3-8b", "qwen3-4b", "gemma-2-9b", "mistral-nemo-12b", "glm-4-9b",
+                                              "olmo-3", "exaone-4", "phi-3-medium-4k")}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 120, "flash_attention": True}
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=2, **{**run, **kw})
+
+    return [
+        k("qwen3-8b-lora-ddp-mb2-s2k", "qwen3-8b", "finetune", method="lora", micro_batch_size=2, seq_len=2048, **pt),
+        k("qwen3-4b-full-z2-mb2-s2k", "qwen3-4b", "pretrain", zero_stage=2, micro_batch_size=2, seq_len=2048, **ds),
+        k("gemma2-9b-lora-z3-mb1-s4k", "gemma-2-9b", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+          seq_len=4096, **ds),
+        k("nemo-qlora-ddp-mb2-s2k", "mistral-nemo-12b", "finetune", method="qlora", quantization="nf4", micro_batch_size=2,
+          seq_len=2048, **pt),
+        k("glm4-9b-lora-z2-mb2-s2k", "glm-4-9b", "finetune", method="lora", zero_stage=2, micro_batch_size=2, seq_len=2048, **ds),
+        k("olmo3-lora-z2-mb1-s4k", "olmo-3", "finetune", method="lora", zero_stage=2, micro_batch_size=1, seq_len=4096, **ds),
+        k("exaone4-lora-ddp-mb1-s2k", "exaone-4", "finetune", method="lora", micro_batch_size=1, seq_len=2048, **pt),
+        k("phi3-medium-lora-z3-mb1-s2k", "phi-3-medium-4k", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+          seq_len=2048, **ds),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-gpu-bound-check": lambda: _gpu_bound_2gpu("h200x2", "h200x2gb"),
+                         "h200x2-rank-contention-check": lambda: _rank_contention_check("h200x2", "h200x2rc"),
                          "h200x2-rank-pairs": lambda: _rank_pairs_2gpu("h200x2", "h200x2rp"),
                          "h200-offset-work-check": lambda: _offset_work_check("h200x1", "h200ow"),
                          "h200-layer-block-check": lambda: _layer_block_check("h200x1", "h200lb"),
