@@ -89,8 +89,8 @@ class Efficiencies(BaseModel):
     # a node's ranks slow each other's host work (dispatch, autograd, DeepSpeed's hooks) when it bounds the step: the
     # same host-bound step run by one rank and by two on one two-H200 machine (grid h200x2-rank-pairs, 2026-11-29):
     # PyTorch LoRA of Qwen3-1.7B 0.116 -> 0.179 s, ZeRO-2 OLMo-2-1B full 0.142 -> 0.176, ZeRO-3 LoRA of Qwen2.5-3B
-    # 0.944 -> 1.545, where GPU-bound pairs kept their step; Qwen3.5's PyTorch step 1.87 s alone, 2.05 / 2.95 s with two
-    # ranks (anatomies 32-33). Small autograd steps dispatched by two processes at once did not slow (192 us alone,
+    # 0.944 -> 1.545, while three other host-bound pairs kept their step (0.94-1.01x), and another lease gave 1.04-1.33x
+    # (anatomy 34); Qwen3.5's PyTorch step 1.87 s alone, 2.05 / 2.95 s with two ranks (anatomies 32-33). Small autograd steps dispatched by two processes at once did not slow (192 us alone,
     # 197 / 176 with two, 211 / 161 with a process group: logs/h200x2-host-contention-2026-11-29.jsonl), so it is not
     # the dispatch itself but the ranks' lockstep: each collective waits for the slower rank. Measured with two ranks
     # only; more ranks on a node get the same factor (not fitted on more)

@@ -271,13 +271,13 @@ def training_step_time(s: TrainSetup, eff: Efficiencies, c: Ceilings) -> StepTim
         zero3_hooks = passes * s.arch.num_hidden_layers * hooked * eff.zero3_module_overhead_s
         bwd_cpu += zero3_hooks * (passes - 1) / passes
         fwd_cpu += zero3_hooks / passes
+    contend = ranks_contend(s, eff)  # the node's other ranks slow this one's host work
+    fwd_cpu, bwd_cpu = fwd_cpu * contend, bwd_cpu * contend
     # ZeRO-3's gathers sit on the critical path (DeepSpeed fetches a module's weights as the module runs): unhidden,
     # with two gathers (zero_comm), DeepSpeed's inter-node ZeRO-3 sweep (24 x 16 V100, 18B) comes out within 4-11% of
     # each measured ratio and 3% of its TFLOP/s at 100 Gb/s (hidden like ZeRO-1/2's reduce-scatters, with three gathers:
     # -12 to -23%, +22%); the choice was made looking at that sweep, so it is no held-out test of it. The study's
     # servers left out whole moved from 28/52/147% to 28/47/142% (A800 / RTX 4090 / RTX 3090).
-    contend = ranks_contend(s, eff)
-    fwd_cpu, bwd_cpu = fwd_cpu * contend, bwd_cpu * contend
     hidden = (0.0 if s.zero == 3 else eff.grad_overlap) * min(per_mb_comm, bwd_gpu)
     exposed_mb = per_mb_comm - hidden
 
