@@ -30,7 +30,7 @@ from advisor.predictor import Predictor, calibration_for  # noqa: E402
 from knowledge.catalog import resolve_platform  # noqa: E402
 from knowledge.efficiency import load_platform_factors  # noqa: E402
 from knowledge.schema import TrainCase  # noqa: E402
-from tests.benchmarks.stored_predictions import OWN  # noqa: E402
+from tests.benchmarks.stored_predictions import OWN, compare, compare_grids, lines  # noqa: E402
 
 SHARES = ((0.0, 0.1), (0.1, 0.35), (0.35, 1.01))
 ANATOMIES = ("h200-anatomy-31-2026-11-29.jsonl", "h200x2-anatomy-32-2026-11-29.jsonl",
@@ -96,13 +96,8 @@ PAIRS = "h200x2-rank-pairs-2026-11-29.jsonl"
 CHECK = "logs/h200x2-rank-contention-check-2026-11-29.jsonl"
 
 
-def _rows(name: str) -> list[dict]:
-    path = OWN / name
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
-
-
 def pairs() -> None:
-    rows = {r["case"]["id"]: r for r in _rows(PAIRS) if not r["measured"].get("error")}
+    rows = {r["case"]["id"]: r for r in lines(OWN / PAIRS) if not r["measured"].get("error")}
     pred = Predictor()
     print(f"\none rank against two on one two-H200 machine (grid h200x2-rank-pairs; in sample: fitted), "
           f"node_ranks_host_factor {calibration_for(resolve_platform('h200x2')).eff.node_ranks_host_factor:.3f}")
@@ -117,22 +112,17 @@ def pairs() -> None:
 
 
 def check() -> None:
-    rows = [r for r in _rows(CHECK) if not r["measured"].get("error") and r["measured"].get("tokens_per_s")]
+    rows = [r for r in (lines(OWN / CHECK) if (OWN / CHECK).exists() else []) if not r["measured"].get("error") and r["measured"].get("tokens_per_s")]
     if not rows:
         print("\nheld-out check (grid h200x2-rank-contention-check): not run")
         return
-    from tests.benchmarks.stored_predictions import compare_grids
-
     print("\nheld out (grid h200x2-rank-contention-check, families not in the pairs; predictions stored before the runs)")
     compare_grids({"h200x2-rank-contention-check": "ten families on two ranks, two on one"}, "h200x2", "2026-11-29")
-    from tests.benchmarks.stored_predictions import compare
-
     # its predictions with the profile were never stored (the batch's refused OLMo-3 case stopped the command chain
     # before them): scored without a profile only
     print("== h200x2-gpu-bound-check: eight 7-14B jobs on two ranks, mostly GPU-bound, without a profile")
     compare(["logs/h200x2-gpu-bound-check-2026-11-29.jsonl"], ["h200x2-gpu-bound-check-predictions-2026-11-29.jsonl"])
     print("\n== the rank check's runs against the code before node_ranks_host_factor (its predictions, stored before the runs)")
-
     compare([CHECK], ["h200x2-rank-contention-check-predictions-before-factor-2026-11-29.jsonl"], None,
             label="code before the factor")
 
