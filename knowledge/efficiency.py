@@ -103,6 +103,11 @@ class Efficiencies(BaseModel):
     ds_step_param_s: float = _p(25e-12, "measured prior: beyond the predicted overhead the GPU idles 15-29 ps per trainable parameter of the rank in a DeepSpeed bf16 / ZeRO-1/2 step (own H100 kernel timelines of Qwen3-1.7B, Granite-3-2B, StableLM-2-1.6B, StarCoder2-3B full training, probes/anatomy.py); fitted", 0, 1e-9)
     ds_step_tensor_s: float = _p(250e-6, "measured prior: DeepSpeed's bf16 / ZeRO-1/2 step of LoRA adapters takes 0.23-0.27 ms per trainable tensor of the rank, serial after backward (own optimizer phases of Llama-2 7B LoRA ZeRO-1/2 on one H100, 59-67 ms for 256 tensors, 13B ZeRO-1 on one H200, 85 ms for 320); fitted", 0, 0.01)
     zero12_hook_s: float = _p(30e-6, "prior: DeepSpeed ZeRO-1/2 gradient hook per trainable tensor per backward (Python, bucketing)", 0, 0.01)
+    # PyTorch's DistributedDataParallel, more than one rank: its reducer's autograd hook copies each gradient into its
+    # bucket and, once all-reduced, back (two kernels a trainable tensor: StableLM-2-1.6B LoRA 3,946 -> 4,339 kernels a
+    # step for 192 adapter tensors); the backward of that step took 37 ms on one rank and 50 / 57 ms on two, the forward
+    # unchanged (anatomy 34, one two-H200 machine, logs/h200x2-anatomy-34-2026-11-29.jsonl): 13-19 ms over 192 tensors
+    ddp_hook_s: float = _p(80e-6, "measured prior (DDP's reducer, above): PyTorch DDP's gradient hook per trainable tensor of a backward that all-reduces (the last micro-batch of a step), more than one rank; fitted", 0, 0.01)
     # --- optimizer ----------------------------------------------------------------------------
     optimizer_eff: float = _p(0.5, "prior: fused Adam streams its states at ~50% of HBM bandwidth", 0.01, 1)
     # CPU Adam on T threads: 1 / (1 / (T x per-thread rate) + 1 / memory-bound rate): linear in threads
@@ -162,7 +167,7 @@ class Efficiencies(BaseModel):
 # Parameters the learned correction may move; the rest are bytes and structure, not efficiencies.
 FITTED = (
     "gemm_eff_max", "gemm_half_tokens", "memory_eff", "attention_eff", "kernel_time_s", "backward_dispatch_factor", "recompute_dispatch_factor",
-    "deepspeed_dispatch_factor", "node_ranks_host_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
+    "deepspeed_dispatch_factor", "node_ranks_host_factor", "lora_kernels_per_target", "step_overhead_s", "zero12_hook_s", "ddp_hook_s", "ds_step_param_s", "ds_step_tensor_s", "optimizer_eff", "cpu_adam_bandwidth_gparams_s",
     "offload_step_overhead", "zero3_offload_opt_overhead", "link_eff_nvswitch", "link_eff_pcie",
     "grad_overlap", "zero3_module_overhead_s", "h2d_eff", "int8_matmul_slowdown", "dequant_eff",
     "weight_stream_eff", "kv_read_eff", "nf4_gemv_eff", "decode_graph_overhead_s", "generate_token_overhead_s",

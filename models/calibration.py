@@ -105,7 +105,7 @@ def check_profile(profile: Profile, platform: PlatformSpec) -> str | None:
 # scale: on a two-H100 host (32 cores) ZeRO-3 steps of Qwen3-4B bound by the hooks took 1.45x what the fit's hook cost
 # says (LoRA mb 1 and 4, full mb 1: 1.93 / 1.93 / 1.31 s against 1.48 / 1.50 / 0.92, probes.anatomy --cpu-profile,
 # logs/h100x2-anatomy-19-2026-11-27.jsonl), the H100 hosts' launch being 1.6x the H200 hosts' (bundled profiles)
-HOST_CPU_COSTS = ("kernel_time_s", "zero3_module_overhead_s", "zero12_hook_s", "ds_step_tensor_s", "step_overhead_s")
+HOST_CPU_COSTS = ("kernel_time_s", "zero3_module_overhead_s", "zero12_hook_s", "ddp_hook_s", "ds_step_tensor_s", "step_overhead_s")
 
 
 def host_dispatch_scale(launch_s: float | None, reference_launch_s: float | None, exponent: float) -> float:

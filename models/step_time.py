@@ -226,6 +226,8 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> t
         bwd += layers.kernels * per_kernel * eff.recompute_dispatch_factor
     if case.engine == "deepspeed" and s.zero in (1, 2):
         bwd += trainable_tensors(s) * eff.zero12_hook_s
+    if case.engine == "pytorch" and s.ranks > 1:  # DDP's hooks copy only in the backward that all-reduces (no_sync)
+        bwd += trainable_tensors(s) * eff.ddp_hook_s / case.grad_accum
     return fwd, bwd
 
 

@@ -2266,7 +2266,71 @@ def _gpu_bound_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-gpu-bound-check": lambda: _gpu_bound_2gpu("h200x2", "h200x2gb"),
+def _ddp_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-30, twenty-second), after ``ddp_hook_s`` (DDP's reducer, per trainable tensor of the backward
+    that all-reduces) joined the fit: PyTorch/PEFT under DDP on two ranks for families never run under DDP, LoRA on the
+    attention projections and on every linear (about twice the tensors), QLoRA, full, one under accumulation; two on one
+    rank for the pair's ratio on the same lease. Stored before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in ("olmo-2-1b", "gemma-3-1b", "qwen3-4b", "helium", "ernie-4.5-0.3b",
+                                              "smollm3-3b", "qwen2.5-3b", "pythia-1.4b", "starcoder2-3b", "phi-2")}
+    run = {"_steps": 5, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "engine": "pytorch"}
+
+    def k(cid: str, model: str, task: str, gpus: int = 2, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=gpus, **{**run, **kw})
+
+    lora, every = {"method": "lora"}, {"method": "lora", "lora_targets": "all-linear"}
+    return [
+        k("olmo2-1b-lora-mb1-s1k", "olmo-2-1b", "finetune", micro_batch_size=1, seq_len=1024, **lora),
+        k("gemma3-1b-lora-mb2-s1k", "gemma-3-1b", "finetune", micro_batch_size=2, seq_len=1024, **lora),
+        k("qwen3-4b-lora-mb1-s1k", "qwen3-4b", "finetune", micro_batch_size=1, seq_len=1024, **lora),
+        k("helium-all-mb1-s1k", "helium", "finetune", micro_batch_size=1, seq_len=1024, **every),
+        k("ernie-all-mb2-s1k", "ernie-4.5-0.3b", "finetune", micro_batch_size=2, seq_len=1024, **every),
+        k("smollm3-all-mb1-s2k", "smollm3-3b", "finetune", micro_batch_size=1, seq_len=2048, **every),
+        k("qwen25-3b-qlora-mb1-s1k", "qwen2.5-3b", "finetune", method="qlora", quantization="nf4", micro_batch_size=1,
+          seq_len=1024),
+        k("pythia-full-mb2-s1k", "pythia-1.4b", "pretrain", micro_batch_size=2, seq_len=1024),
+        k("olmo2-1b-full-mb2-s1k", "olmo-2-1b", "pretrain", micro_batch_size=2, seq_len=1024),
+        k("starcoder2-lora-mb1-ga4-s1k", "starcoder2-3b", "finetune", micro_batch_size=1, grad_accum=4, seq_len=1024, **lora),
+        k("phi2-all-mb2-s1k", "phi-2", "finetune", micro_batch_size=2, seq_len=1024, **every),
+        k("helium-all-mb1-s1k-g1", "helium", "finetune", gpus=1, micro_batch_size=1, seq_len=1024, **every),
+        k("olmo2-1b-full-mb2-s1k-g1", "olmo-2-1b", "pretrain", gpus=1, micro_batch_size=2, seq_len=1024),
+    ]
+
+
+def _moe_check_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-30, twenty-second): mixture-of-experts training on two ranks as people fine-tune it now, in
+    configurations never run (two-rank MoE rows so far: Qwen1.5-MoE and OLMoE full ZeRO-2/3, DeepSeek-V2-Lite LoRA
+    ZeRO-2 at 8k): Qwen3-MoE, GPT-OSS, Granite-MoE, Mixtral, OLMoE and DeepSeek-V2-Lite under DDP and ZeRO-2/3, LoRA,
+    QLoRA and full. Stored before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in ("qwen3-30b-a3b-12l", "gpt-oss-20b", "granite-3.0-3b-a800m",
+                                              "mixtral-8x7b-4l", "olmoe-1b-7b", "deepseek-v2-lite", "qwen1.5-moe-a2.7b-12l")}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 120, "flash_attention": True}
+    ds, pt = {"engine": "deepspeed"}, {"engine": "pytorch"}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=2, **{**run, **kw})
+
+    return [
+        k("q3moe-lora-z2-mb1-s2k", "qwen3-30b-a3b-12l", "finetune", method="lora", zero_stage=2, micro_batch_size=1,
+          seq_len=2048, **ds),
+        k("q3moe-lora-ddp-mb2-s1k", "qwen3-30b-a3b-12l", "finetune", method="lora", micro_batch_size=2, seq_len=1024, **pt),
+        k("gptoss-lora-z3-mb1-s2k", "gpt-oss-20b", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+          seq_len=2048, **ds),
+        k("granite-moe-full-ddp-mb2-s1k", "granite-3.0-3b-a800m", "pretrain", micro_batch_size=2, seq_len=1024, **pt),
+        k("mixtral-qlora-ddp-mb1-s2k", "mixtral-8x7b-4l", "finetune", method="qlora", quantization="nf4",
+          micro_batch_size=1, seq_len=2048, **pt),
+        k("olmoe-lora-all-z2-mb2-s2k", "olmoe-1b-7b", "finetune", method="lora", lora_targets="all-linear", zero_stage=2,
+          micro_batch_size=2, seq_len=2048, **ds),
+        k("dsv2-lite-lora-z3-mb1-s2k", "deepseek-v2-lite", "finetune", method="lora", zero_stage=3, micro_batch_size=1,
+          seq_len=2048, **ds),
+        k("q15moe-lora-ddp-mb2-s2k", "qwen1.5-moe-a2.7b-12l", "finetune", method="lora", micro_batch_size=2,
+          seq_len=2048, **pt),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200x2-moe-check": lambda: _moe_check_2gpu("h200x2", "h200x2mc"),
+                         "h200x2-ddp-check": lambda: _ddp_check("h200x2", "h200x2dc"),
+                         "h200x2-gpu-bound-check": lambda: _gpu_bound_2gpu("h200x2", "h200x2gb"),
                          "h200x2-rank-contention-check": lambda: _rank_contention_check("h200x2", "h200x2rc"),
                          "h200x2-rank-pairs": lambda: _rank_pairs_2gpu("h200x2", "h200x2rp"),
                          "h200-offset-work-check": lambda: _offset_work_check("h200x1", "h200ow"),
