@@ -45,3 +45,10 @@ def test_accumulation_pays_it_once_a_step():
     grow1 = _backward_host_s(once, 1e-3) - _backward_host_s(once, 0.0)
     grow4 = _backward_host_s(four, 1e-3) - _backward_host_s(four, 0.0)
     assert grow1 > 0.05 and grow4 == pytest.approx(grow1, rel=0.35)  # not four times
+
+
+def test_the_bundled_fit_prices_the_reducer_as_the_anatomies_measured_it():
+    """Anatomies 34-35 (one rank against two): 40-250 us of a two-rank backward per trainable tensor (SmolLM2 on every
+    linear, StableLM-2, Helium); the bundled fit must keep the cost inside what they span."""
+    platform = resolve_platform("h200x2", 2)
+    assert 20e-6 < calibration_for(platform).eff.ddp_hook_s < 300e-6
