@@ -90,10 +90,11 @@ class Efficiencies(BaseModel):
     # same host-bound step run by one rank and by two on one two-H200 machine (grid h200x2-rank-pairs, 2026-11-29):
     # PyTorch LoRA of Qwen3-1.7B 0.116 -> 0.179 s, ZeRO-2 OLMo-2-1B full 0.142 -> 0.176, ZeRO-3 LoRA of Qwen2.5-3B
     # 0.944 -> 1.545, while three other host-bound pairs kept their step (0.94-1.01x), and another lease gave 1.04-1.33x
-    # (anatomy 34); Qwen3.5's PyTorch step 1.87 s alone, 2.05 / 2.95 s with two ranks (anatomies 32-33). Small autograd steps dispatched by two processes at once did not slow (192 us alone,
-    # 197 / 176 with two, 211 / 161 with a process group: logs/h200x2-host-contention-2026-11-29.jsonl), so it is not
-    # the dispatch itself but the ranks' lockstep: each collective waits for the slower rank. Measured with two ranks
-    # only; more ranks on a node get the same factor (not fitted on more)
+    # (anatomy 34); Qwen3.5's PyTorch step 1.87 s alone, 2.05 / 2.95 s with two ranks (anatomies 32-33). Small
+    # autograd steps dispatched by two processes at once did not slow (192 us alone, 197 / 176 with two, 211 / 161
+    # with a process group: logs/h200x2-host-contention-2026-11-29.jsonl), so it is not the dispatch itself but the
+    # ranks' lockstep: each collective waits for the slower rank. Measured with two ranks only; more ranks on a node
+    # get the same factor (not fitted on more)
     node_ranks_host_factor: float = _p(1.0, "fitted (ranks contend, above): a rank's host work (kernel dispatch, autograd, DeepSpeed's hooks) takes this much longer when the node runs more than one rank; prior 1 (no contention: a fit without one-rank and two-rank runs of one machine keeps it; with the pairs' prior of 1.2, the held-out fits of catalog rows alone took it and moved two-H200 runs held out by platform from 14.4 to 16.9%)", 0.8, 3)
     deepspeed_dispatch_factor: float = _p(1.2, "prior: DeepSpeed's engine wraps every module call (hooks, its own autocast, bookkeeping): CPU cost per kernel over plain PyTorch", 0.5, 5)
     lora_kernels_per_target: float = _p(7.0, "prior: kernels + Python of one PEFT LoRA layer's forward (input cast, A, B, scale, add; adapter loop)", 1, 30)

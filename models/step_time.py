@@ -215,7 +215,7 @@ def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_o
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> tuple[float, float]:
-    """(forward, backward) CPU seconds of one micro-batch: kernel launches and DeepSpeed's hooks."""
+    """(forward, backward) CPU seconds of one micro-batch: kernel launches, DeepSpeed's hooks and DDP's reducer."""
     case = s.case
     scale = eff.deepspeed_dispatch_factor if case.engine == "deepspeed" else 1.0
     per_kernel = eff.kernel_time_s * scale
