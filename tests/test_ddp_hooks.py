@@ -6,20 +6,16 @@ from __future__ import annotations
 import pytest
 
 from advisor.predictor import calibration_for
-from knowledge.catalog import resolve_model, resolve_platform
+from knowledge.catalog import resolve_platform
 from knowledge.schema import TrainCase
-from models.setup import derive
-from models.step_time import training_step_time
+from tests.step_times import step_time
 
 KW = dict(hardware="h200x2", model="tinyllama-1.1b", task="finetune", method="lora", seq_len=512, micro_batch_size=1)
 
 
 def _backward_host_s(case: TrainCase, hook_s: float) -> float:
     """Exposed host seconds of the backward of ``case`` with DDP's hook set to ``hook_s``."""
-    platform = resolve_platform(case.hardware, case.gpus)
-    cal = calibration_for(platform)
-    eff = cal.eff.model_copy(update={"ddp_hook_s": hook_s})
-    return training_step_time(derive(case, resolve_model(case.model), platform), eff, cal.ceilings).backward_cpu_exposed
+    return step_time(case, ddp_hook_s=hook_s).backward_cpu_exposed
 
 
 def test_only_pytorch_on_several_ranks_pays_the_reducer():

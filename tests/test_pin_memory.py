@@ -73,15 +73,12 @@ def test_a_host_short_of_ram_for_pinned_buffers_gets_the_offload_pageable():
 def test_zero3_fetches_offloaded_parameters_as_fast_pageable_and_copies_gradients_every_micro_batch():
     """Measured on one H200 (grid h200-study-offload-batch): ZeRO-3's forward took the same pinned or not, and four
     micro-batches a step repeated the gradient copy to the host in each backward."""
-    from models.step_time import training_step_time
+    from tests.step_times import step_time
 
-    platform = resolve_platform("h200x1")
-    cal = calibration_for(platform)
     z3o = dict(hardware="h200x1", model="llama3.2-3b", zero_stage=3, offload="optimizer+params", seq_len=350)
 
     def step(**kw):
-        case = _case(**{**z3o, **kw})
-        return training_step_time(derive(case, resolve_model(case.model), platform), cal.eff, cal.ceilings)
+        return step_time(_case(**{**z3o, **kw}))
 
     pinned, pageable = step(), step(offload_pin_memory=False)
     assert pageable.forward_offload == pinned.forward_offload > 0

@@ -12,17 +12,15 @@ from advisor.predictor import calibration_for
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.schema import TrainCase
 from models.setup import derive
-from models.step_time import ranks_contend, training_step_time
+from models.step_time import ranks_contend
+from tests.step_times import step_time
 
 PAIRS = Path(__file__).resolve().parents[1] / "knowledge/measurements/own/h200x2-rank-pairs-2026-11-29.jsonl"
 
 
 def _step(case: TrainCase, factor: float) -> tuple[float, float]:
     """(step s, exposed host s) of ``case`` with the contention factor set to ``factor``."""
-    platform = resolve_platform(case.hardware, case.gpus)
-    cal = calibration_for(platform)
-    eff = cal.eff.model_copy(update={"node_ranks_host_factor": factor})
-    t = training_step_time(derive(case, resolve_model(case.model), platform), eff, cal.ceilings)
+    t = step_time(case, node_ranks_host_factor=factor)
     return t.total, t.forward_cpu_exposed + t.backward_cpu_exposed
 
 
