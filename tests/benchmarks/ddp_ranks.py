@@ -21,7 +21,7 @@ warnings.filterwarnings("ignore")
 from advisor.predictor import Predictor  # noqa: E402
 from knowledge.efficiency import load_efficiencies  # noqa: E402
 from knowledge.schema import TrainCase  # noqa: E402
-from tests.benchmarks.stored_predictions import OWN, compare_grids, lines  # noqa: E402
+from tests.benchmarks.stored_predictions import OWN, compare_grids, lines, rank_pairs  # noqa: E402
 
 DATE = "2026-11-30"
 GRIDS = {"h200x2-ddp-check": "PyTorch DDP on two ranks, families never run under it (held out)",
@@ -51,18 +51,6 @@ def without_the_hook(files: list[str], engine: str = "pytorch") -> None:
     print(f"with no DDP hook: {_signed(pairs_off)}")
 
 
-def one_and_two_ranks() -> None:
-    """The grid's pairs: the same step on one rank and on two, measured and predicted."""
-    rows = {r["case"]["id"]: r for r in lines(OWN / "logs" / f"h200x2-ddp-check-{DATE}.jsonl")}
-    p = Predictor()
-    print(f"{'pair':36s} {'1 rank s':>9s} {'2 ranks s':>9s} {'ratio':>6s}   predicted 1 / 2 s   ratio")
-    for one_id in (k for k in rows if k.endswith("-g1")):
-        one, two = rows[one_id], rows[one_id[:-3]]
-        t1, t2 = one["measured"]["step_time_s"], two["measured"]["step_time_s"]
-        q1, q2 = (p.predict(TrainCase.model_validate(r["case"])).step_time_s for r in (one, two))
-        print(f"{one_id[9:-3]:36s} {t1:9.3f} {t2:9.3f} {t2 / t1:6.2f}   {q1:7.3f} / {q2:7.3f}   {q2 / q1:5.2f}")
-
-
 def main() -> None:
     compare_grids(GRIDS, "h200x2", DATE)
     print("== DDP runs on two ranks: today, and today without DDP's hook (ddp_hook_s = 0)")
@@ -74,7 +62,7 @@ def main() -> None:
     without_the_hook(["logs/h200x2-rank-contention-check-2026-11-29.jsonl"])
     print()
     print("== one rank against two, same lease (h200x2-ddp-check)")
-    one_and_two_ranks()
+    rank_pairs(f"logs/h200x2-ddp-check-{DATE}.jsonl", "h200x2dc-")
 
 
 if __name__ == "__main__":

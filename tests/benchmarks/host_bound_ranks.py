@@ -18,7 +18,6 @@ the GPU bounds (``h200x2-gpu-bound-check``, stored after the factor was fitted),
 
 from __future__ import annotations
 
-import json
 import statistics
 import warnings
 
@@ -30,7 +29,7 @@ from advisor.predictor import Predictor, calibration_for  # noqa: E402
 from knowledge.catalog import resolve_platform  # noqa: E402
 from knowledge.efficiency import load_platform_factors  # noqa: E402
 from knowledge.schema import TrainCase  # noqa: E402
-from tests.benchmarks.stored_predictions import OWN, compare, compare_grids, lines  # noqa: E402
+from tests.benchmarks.stored_predictions import OWN, compare, compare_grids, lines, rank_pairs  # noqa: E402
 
 SHARES = ((0.0, 0.1), (0.1, 0.35), (0.35, 1.01))
 ANATOMIES = ("h200-anatomy-31-2026-11-29.jsonl", "h200x2-anatomy-32-2026-11-29.jsonl",
@@ -68,8 +67,7 @@ def anatomies() -> None:
     print("\nQwen3.5 LoRA at 4k (held out): measured step and per-rank time against today's prediction")
     print(f"{'anatomy row':<38} {'machine':<22} {'kernels':>8} {'kernels s':>10} {'step s':>7} {'own s':>6} {'predicted s':>12}")
     for name in ANATOMIES:
-        for line in (OWN / "logs" / name).read_text().splitlines():
-            r = json.loads(line)
+        for r in lines(OWN / "logs" / name):
             case = TrainCase.model_validate(r["case"] if "case" in r else _case(r["id"]))
             nccl = (r.get("by_kind_s") or {}).get("nccl", 0.0)
             machine = ("two-GPU, one rank" if "one-rank" in name else "two-GPU, two ranks" if "x2" in name
@@ -82,11 +80,8 @@ def anatomies() -> None:
 
 def _case(cid: str) -> dict:
     """The anatomy rows carry their id only: their cases are in probes/anatomy_cases_3{1,2}.jsonl."""
-    from pathlib import Path
-
     for f in ("anatomy_cases_31.jsonl", "anatomy_cases_32.jsonl"):
-        for line in (Path(__file__).resolve().parents[2] / "probes" / f).read_text().splitlines():
-            c = json.loads(line)
+        for c in lines(OWN.parents[2] / "probes" / f):
             if c["id"] == cid:
                 return c
     raise KeyError(cid)
@@ -97,18 +92,9 @@ CHECK = "logs/h200x2-rank-contention-check-2026-11-29.jsonl"
 
 
 def pairs() -> None:
-    rows = {r["case"]["id"]: r for r in lines(OWN / PAIRS) if not r["measured"].get("error")}
-    pred = Predictor()
     print(f"\none rank against two on one two-H200 machine (grid h200x2-rank-pairs; in sample: fitted), "
           f"node_ranks_host_factor {calibration_for(resolve_platform('h200x2')).eff.node_ranks_host_factor:.3f}")
-    print(f"{'pair':<40} {'1 rank s':>9} {'2 ranks s':>10} {'ratio':>6} {'predicted 1 / 2 s':>18} {'ratio':>6}")
-    for cid in sorted(k for k in rows if k.endswith("-g1")):
-        two = rows.get(cid[:-1] + "2")
-        if two is None:
-            continue
-        m1, m2 = rows[cid]["measured"]["step_time_s"], two["measured"]["step_time_s"]
-        p1, p2 = (pred.predict(TrainCase.model_validate(r["case"])).step_time_s for r in (rows[cid], two))
-        print(f"{cid[len('h200x2rp-'):-3]:<40} {m1:>9.3f} {m2:>10.3f} {m2 / m1:>6.2f} {p1:>9.3f} / {p2:<6.3f} {p2 / p1:>6.2f}")
+    rank_pairs(PAIRS, "h200x2rp-")
 
 
 def check() -> None:

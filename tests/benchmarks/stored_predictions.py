@@ -74,3 +74,18 @@ def compare_grids(grids: dict[str, str], profile: str, date: str) -> None:
     """Each held-out grid (name -> where it ran) against its stored predictions, its rows under ``logs/``."""
     for grid, where in grids.items():
         compare_grid(grid, where, profile, measured=f"logs/{grid}-{date}.jsonl", date=date)
+
+
+def rank_pairs(name: str, prefix: str) -> None:
+    """The runs of ``OWN/name`` made on one rank (ids ending ``-g1``) beside the same case on two (``-g2``, or the id
+    without the suffix): measured steps and today's predictions, each pair with its two-rank / one-rank ratio."""
+    rows = {r["case"]["id"]: r for r in lines(OWN / name) if not r["measured"].get("error")}
+    pred = Predictor()
+    print(f"{'pair':<40} {'1 rank s':>9} {'2 ranks s':>10} {'ratio':>6} {'predicted 1 / 2 s':>18} {'ratio':>6}")
+    for cid in sorted(k for k in rows if k.endswith("-g1")):
+        two = rows.get(cid[:-1] + "2") or rows.get(cid[:-3])
+        if two is None:
+            continue
+        m1, m2 = rows[cid]["measured"]["step_time_s"], two["measured"]["step_time_s"]
+        p1, p2 = (pred.predict(TrainCase.model_validate(r["case"])).step_time_s for r in (rows[cid], two))
+        print(f"{cid[len(prefix):-3]:<40} {m1:>9.3f} {m2:>10.3f} {m2 / m1:>6.2f} {p1:>9.3f} / {p2:<6.3f} {p2 / p1:>6.2f}")
