@@ -85,7 +85,7 @@ def cpu_top(run_step: Any, sync: Any, n: int = 40) -> dict[str, Any]:
             "top": listed(2, n), "top_cumulative": listed(3, 2 * n)}
 
 
-def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any]:
+def run(case_obj: dict, warmup: int, cpu_profile: bool = False, op_launches: bool = False) -> dict[str, Any]:
     import torch
     from pydantic import TypeAdapter
     from torch.profiler import ProfilerActivity, profile
@@ -152,6 +152,12 @@ def run(case_obj: dict, warmup: int, cpu_profile: bool = False) -> dict[str, Any
                                         ("backward", lambda: bwd(box.pop("loss"), True)),
                                         ("optimizer", lambda: opt_step(True))), torch.cuda.synchronize)
         extra["cpu_profile"] = cpu_top(lambda: step(False), torch.cuda.synchronize)
+    if op_launches:  # each ATen operator's launches, as the tracer counts operators (probes.op_launches)
+        from probes.op_launches import profile_launches
+
+        assert case.grad_accum == 1, "--op-launches attributes one micro-batch"
+        extra["op_launches"] = profile_launches(lambda: fwd(x, True), lambda loss: bwd(loss, True))
+        opt_step(True)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step(False)
         torch.cuda.synchronize()
@@ -214,11 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--cpu-profile", action="store_true", help="also each phase's wall and one step under cProfile")
+    ap.add_argument("--op-launches", action="store_true", help="also the GPU launches of each ATen operator of a step")
     args = ap.parse_args(argv)
     _quiet()
     case_obj = load_json_arg(args.case)
     try:
-        row = run(case_obj, args.warmup, args.cpu_profile)
+        row = run(case_obj, args.warmup, args.cpu_profile, args.op_launches)
     except Exception as e:
         row = {"id": case_obj.get("id"), "failure": "device_oom" if is_oom(e) else "crash",
                "error": f"{type(e).__name__}: {one_line(e)}"}
