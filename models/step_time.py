@@ -24,9 +24,9 @@ from models.zero_comm import ZERO3_GATHER_PASSES, _collective_s, zero3_hook_pass
 # Kernels an eager Hugging Face decoder layer launches in forward (2 RMSNorms of ~8 kernels, RoPE ~10,
 # 7 projections, SDPA, SwiGLU 2, residuals 2, views/copies ~4); backward's CPU cost is this times
 # ``backward_dispatch_factor`` (autograd runs one node per op). The trace of a Llama layer (full training, SDPA)
-# counts 45 forward and 73 backward kernels.
+# counts 45 forward and 77 backward kernels (RoPE's four slices each launch two in backward: knowledge.op_launches).
 KERNELS_PER_LAYER_FWD = 45
-KERNELS_PER_LAYER_BWD = 73
+KERNELS_PER_LAYER_BWD = 77
 KERNELS_EAGER_ATTENTION = 6
 KERNELS_PER_QUANT_LINEAR = 2
 KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
@@ -114,7 +114,7 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
 def _extra_kernels(part: Part, beyond: float, seq: int) -> tuple[float, float]:
     """(forward, backward) kernels of a traced part beyond the hand count's (``beyond`` of its forward ones, none if
     negative), a scan's loop body per token included; backward at the part's own backward/forward ratio outside the
-    loop (a recomputed forward included: a Llama layer's 73/45 under full training, fewer where forward ops run
+    loop (a recomputed forward included: a Llama layer's 77/45 under full training, fewer where forward ops run
     under no_grad, as routing does)."""
     beyond = max(beyond, 0.0)
     per_forward = part.kernels_bwd / part.kernels_fwd if part.kernels_fwd > 0 else 0.0
@@ -124,7 +124,7 @@ def _extra_kernels(part: Part, beyond: float, seq: int) -> tuple[float, float]:
 def extra_kernel_cpu_s(eff: Efficiencies) -> float:
     """CPU seconds of one traced kernel beyond a Llama layer's (forward or backward): ``extra_kernel_ratio`` of what a
     Llama layer's CPU time comes to per traced kernel (kernel_time_s per forward kernel, backward_dispatch_factor more
-    for its backward, over its 45 + 73 traced kernels), so it follows the fitted cost and the host's speed."""
+    for its backward, over its 45 + 77 traced kernels), so it follows the fitted cost and the host's speed."""
     per_traced = eff.kernel_time_s * KERNELS_PER_LAYER_FWD * (1 + eff.backward_dispatch_factor) / (
         KERNELS_PER_LAYER_FWD + KERNELS_PER_LAYER_BWD)
     return eff.extra_kernel_ratio * per_traced

@@ -13,8 +13,13 @@ a thread the mode does not reach) are attributed to the outermost profiler ``ate
 
 from __future__ import annotations
 
+import argparse
 import bisect
+import json
+import statistics
+import sys
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, Callable
 
 # CUDA runtime and driver calls that put one activity on the GPU (a kernel, a memset, a copy)
@@ -62,6 +67,8 @@ def attribute(events: list[Any]) -> dict[str, Any]:
     launches: list[tuple[int, float]] = []
     for e in events:
         s, t_end = e.time_range.start, e.time_range.end
+        if e.device_type.name != "CPU":  # a range's copy on the GPU's timeline (gpu_user_annotation), kernels
+            continue
         if e.name.startswith(PREFIX):
             by_thread[e.thread].append((s, t_end, e.name[len(PREFIX):]))
         elif e.name.startswith("aten::"):
@@ -111,6 +118,61 @@ def profile_launches(forward: Callable[[], Any], backward: Callable[[Any], None]
             del loss
         torch.cuda.synchronize()
     out = attribute(list(prof.events()))
+    out["ranges"] = "cpu"  # rows without it (anatomy 37) counted each range twice: its CPU range and its GPU annotation
     out["device_activities"] = sum(1 for e in prof.events()
                                    if e.device_type == torch.autograd.DeviceType.CUDA and e.device_time > 0)
     return out
+
+
+# Operators whose launches the table does not take: products, whose cuBLAS heuristics split some (split-K) by shape, and
+# attention, which the trace sees as the CPU's kernels (``_scaled_dot_product_flash_attention_for_cpu``), a GPU as cuDNN's
+MEASURED_ELSEWHERE = ("mm", "addmm", "bmm", "baddbmm", "_scaled_dot_product")
+MULTI_LAUNCH = 1.5  # launches per call from which an operator counts as several kernels
+MIN_CALLS = 10
+
+
+def table(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """{operator (``index_put`` with accumulation as ``index_put:accumulate``): launches per call}: the median over the
+    rows' models of each operator's launches per call, for operators at ``MULTI_LAUNCH`` or more over ``MIN_CALLS`` calls
+    (``index_put`` without accumulation is one kernel; with it, the backward of indexing, twenty)."""
+    per_model: dict[str, list[float]] = defaultdict(list)
+    calls_of: dict[str, float] = defaultdict(float)
+    for r in rows:
+        ol = r.get("op_launches")
+        if not ol:
+            continue
+        copies = 1 if ol.get("ranges") == "cpu" else 2
+        pooled: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for key, (calls, launches) in ol["ops"].items():
+            name = key.split(":", 1)[1]
+            pooled[name][0] += calls / copies
+            pooled[name][1] += launches
+        for name, (calls, launches) in pooled.items():
+            if calls > 0:
+                per_model[name].append(launches / calls)
+                calls_of[name] += calls
+    out = {}
+    for name, ratios in sorted(per_model.items()):
+        if name.startswith(MEASURED_ELSEWHERE) or calls_of[name] < MIN_CALLS:
+            continue
+        per_call = statistics.median(ratios)
+        if per_call >= MULTI_LAUNCH:
+            out["index_put:accumulate" if name == "index_put" else name] = round(per_call, 2)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="the launches-per-call table from anatomy rows run with --op-launches")
+    ap.add_argument("rows", nargs="+", help="anatomy JSON lines")
+    ap.add_argument("--out", required=True, help="the table to write (knowledge/data/op_launches.json)")
+    ap.add_argument("--source", required=True, help="where the rows come from: GPU, versions, date, command")
+    args = ap.parse_args(argv)
+    rows = [json.loads(line) for path in args.rows for line in Path(path).read_text().splitlines() if line.strip()]
+    from knowledge.store import atomic_write_json
+
+    atomic_write_json(args.out, {"source": args.source, "rows": args.rows, "launches_per_call": table(rows)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,6 +25,7 @@ from collections import defaultdict
 from typing import Any, Iterator
 
 from knowledge.errors import AdvisorError
+from knowledge.op_launches import INDEX_PUT, launches
 from knowledge.traces import ArchTrace, Gemm, ParamTrace, Part, Poly, TraceVariant
 
 SEQS = (120, 184, 248)  # token counts that no model dimension equals, so a product's token side is unambiguous
@@ -285,6 +286,11 @@ def elem_dims(ins: list[Any], outs: list[Any]) -> float:
     return float(out.numel() * max(out.dim(), 1) * operands)
 
 
+def _accumulates(args: tuple, kwargs: dict) -> bool:
+    """An ``index_put`` call's ``accumulate`` (its fourth argument)."""
+    return bool(args[3] if len(args) > 3 else kwargs.get("accumulate", False))
+
+
 def _mode(c: _Counter) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -301,8 +307,10 @@ def _mode(c: _Counter) -> Any:
             outs = [t for t in flat if hasattr(t, "untyped_storage")]
             for t in outs:
                 c.track(t)
-            c.kernels[c.phase] += 1
-            c.adapter_kernels += c.in_adapter > 0 and c.phase == "fwd"
+            # as a GPU launches it: a sort or an accumulating index_put is many kernels (knowledge.op_launches)
+            n = launches(name, name in INDEX_PUT and _accumulates(args, kwargs))
+            c.kernels[c.phase] += n
+            c.adapter_kernels += n * (c.in_adapter > 0 and c.phase == "fwd")
             if name in GEMM_OPS:
                 c.gemm(name, args)
             elif "scaled_dot_product" in name:

@@ -96,12 +96,12 @@ def test_hand_count_agrees_with_the_trace_on_llama() -> None:
     """The hand count the catalog keeps (models.architecture) against the trace of Llama-2-7B's own code."""
     from knowledge.catalog import resolve_model
     from models.architecture import linears
-    from models.step_time import KERNELS_PER_LAYER_FWD
+    from models.step_time import KERNELS_PER_LAYER_BWD, KERNELS_PER_LAYER_FWD
     from probes.hf_model import config_dict
 
     arch = resolve_model("llama2-7b")
     t = trace_model(config_dict(arch), TraceVariant(trains="all"))
-    assert t.layer.kernels_fwd == KERNELS_PER_LAYER_FWD
+    assert (t.layer.kernels_fwd, t.layer.kernels_bwd) == (KERNELS_PER_LAYER_FWD, KERNELS_PER_LAYER_BWD)
     gemm = sum(g.flops.per_token for g in t.layer.gemms if g.phase == "fwd")
     assert gemm == pytest.approx(sum(lin.flops(1) for lin in linears(arch)), rel=1e-6)
     assert t.params.total == arch.param_count
