@@ -2328,7 +2328,42 @@ def _moe_check_2gpu(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200x2-moe-check": lambda: _moe_check_2gpu("h200x2", "h200x2mc"),
+def _moe_launches_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-30, twenty-third), after the trace counts each operator as a GPU launches it (schema 23: a
+    sort 22 kernels, an accumulating index_put 20) and the refit: mixtures of experts on one H200 in configurations never
+    run, and three dense steps run on earlier leases (SmolLM2 LoRA on every linear: 0.173 s a step on one lease, 0.101 on
+    another) that tell this lease's host speed. Stored before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in (
+        "qwen3-30b-a3b", "phimoe-defaults-8l", "llama4-text-defaults-4l", "ernie-4.5-moe", "granitemoeshared-defaults-4l",
+        "olmoe-1b-7b", "mixtral-8x7b-4l", "deepseek-v3-small", "glm4-moe-lite-defaults-12l", "qwen1.5-moe-a2.7b",
+        "smollm2-1.7b", "qwen3-1.7b", "qwen3-8b")}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 90, "flash_attention": True, "engine": "pytorch"}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", cfg[model], task, gpus=1, **{**run, **kw})
+
+    lora = {"task": "finetune", "method": "lora"}
+    return [
+        k("q3moe-lora-mb1-s1k", "qwen3-30b-a3b", micro_batch_size=1, seq_len=1024, **lora),
+        k("phimoe8l-lora-mb2-s1k", "phimoe-defaults-8l", micro_batch_size=2, seq_len=1024, **lora),
+        k("llama4-4l-lora-mb1-s2k", "llama4-text-defaults-4l", micro_batch_size=1, seq_len=2048, **lora),
+        k("ernie-moe-lora-mb2-s1k", "ernie-4.5-moe", micro_batch_size=2, seq_len=1024, **lora),
+        k("gmshared4l-full-mb2-s1k", "granitemoeshared-defaults-4l", "pretrain", micro_batch_size=2, seq_len=1024),
+        k("olmoe-lora-all-mb2-s2k", "olmoe-1b-7b", micro_batch_size=2, seq_len=2048, lora_targets="all-linear", **lora),
+        k("mixtral4l-lora-mb1-s4k", "mixtral-8x7b-4l", micro_batch_size=1, seq_len=4096, **lora),
+        k("dsv3small-lora-mb1-s2k", "deepseek-v3-small", micro_batch_size=1, seq_len=2048, **lora),
+        k("glm4moelite-lora-mb1-s1k", "glm4-moe-lite-defaults-12l", micro_batch_size=1, seq_len=1024, **lora),
+        k("q15moe-qlora-mb2-s1k", "qwen1.5-moe-a2.7b", "finetune", method="qlora", quantization="nf4", micro_batch_size=2,
+          seq_len=1024),
+        k("smollm2-lora-all-mb2-s1k", "smollm2-1.7b", micro_batch_size=2, seq_len=1024, lora_targets="all-linear", **lora),
+        k("qwen3-1.7b-full-mb2-s1k", "qwen3-1.7b", "pretrain", micro_batch_size=2, seq_len=1024),
+        k("qwen3-8b-qlora-mb1-s1k", "qwen3-8b", "finetune", method="qlora", quantization="nf4", micro_batch_size=1,
+          seq_len=1024),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),
+                         "h200x2-moe-check": lambda: _moe_check_2gpu("h200x2", "h200x2mc"),
                          "h200x2-ddp-check": lambda: _ddp_check("h200x2", "h200x2dc"),
                          "h200x2-gpu-bound-check": lambda: _gpu_bound_2gpu("h200x2", "h200x2gb"),
                          "h200x2-rank-contention-check": lambda: _rank_contention_check("h200x2", "h200x2rc"),
