@@ -16,6 +16,7 @@ from pathlib import Path
 
 OP_LAUNCHES = Path(__file__).parent / "data" / "op_launches.json"
 INDEX_PUT = ("index_put", "index_put_", "_index_put_impl_")
+ACCUMULATING_INDEX_PUT = "index_put:accumulate"  # the table's key of an index_put that accumulates (the backward of indexing)
 
 
 @lru_cache(maxsize=1)
@@ -27,5 +28,5 @@ def launches_per_call() -> dict[str, float]:
 def launches(name: str, accumulate: bool = False) -> float:
     """GPU launches of one call of ATen operator ``name`` (``accumulate``: an ``index_put`` that accumulates)."""
     if name in INDEX_PUT:
-        return launches_per_call().get("index_put:accumulate", 1.0) if accumulate else 1.0
+        return launches_per_call().get(ACCUMULATING_INDEX_PUT, 1.0) if accumulate else 1.0
     return launches_per_call().get(name, 1.0)

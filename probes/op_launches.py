@@ -22,6 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
+from knowledge.op_launches import ACCUMULATING_INDEX_PUT
+
 # CUDA runtime and driver calls that put one activity on the GPU (a kernel, a memset, a copy)
 LAUNCH_NAMES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaMemsetAsync", "cudaMemcpyAsync", "cudaLaunchCooperativeKernel",
                 "cudaMemset", "cudaMemcpy")
@@ -36,15 +38,14 @@ def _mode(phase: list[str]) -> Any:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from probes.trace import NO_KERNEL
+    from probes.trace import counted
 
     class Ranges(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            name = func.overloadpacket.__name__
-            if func.is_view or name in NO_KERNEL or func.namespace != "aten":
+            if not counted(func):
                 return func(*args, **kwargs)
-            with torch.profiler.record_function(f"{PREFIX}{phase[0]}:{name}"):
+            with torch.profiler.record_function(f"{PREFIX}{phase[0]}:{func.overloadpacket.__name__}"):
                 return func(*args, **kwargs)
 
     return Ranges()
@@ -79,7 +80,9 @@ def attribute(events: list[Any]) -> dict[str, Any]:
     for rs in by_thread.values():
         for _, _, name in rs:
             ops[name][0] += 1
-    index = {th: (sorted(rs), [r[0] for r in sorted(rs)]) for th, rs in by_thread.items()}
+    for rs in by_thread.values():
+        rs.sort()
+    index = {th: (rs, [r[0] for r in rs]) for th, rs in by_thread.items()}
     outer: dict[int, list[tuple[float, float, str]]] = {}
     for th, rs in aten.items():  # outermost aten events only: drop those inside another
         rs.sort(key=lambda r: (r[0], -r[1]))
@@ -157,7 +160,7 @@ def table(rows: list[dict[str, Any]]) -> dict[str, float]:
             continue
         per_call = statistics.median(ratios)
         if per_call >= MULTI_LAUNCH:
-            out["index_put:accumulate" if name == "index_put" else name] = round(per_call, 2)
+            out[ACCUMULATING_INDEX_PUT if name == "index_put" else name] = round(per_call, 2)
     return out
 
 
@@ -167,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="the table to write (knowledge/data/op_launches.json)")
     ap.add_argument("--source", required=True, help="where the rows come from: GPU, versions, date, command")
     args = ap.parse_args(argv)
-    rows = [json.loads(line) for path in args.rows for line in Path(path).read_text().splitlines() if line.strip()]
+    try:
+        rows = [json.loads(line) for path in args.rows for line in Path(path).read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as e:  # a missing file, a line that is not JSON: one line, no table written
+        print(f"error: cannot read the anatomy rows: {e}", file=sys.stderr)
+        return 2
     from knowledge.store import atomic_write_json
 
     atomic_write_json(args.out, {"source": args.source, "rows": args.rows, "launches_per_call": table(rows)})

@@ -47,6 +47,12 @@ IRREGULAR = {"index", "index_select", "index_put", "_index_put_impl", "index_add
              "embedding_dense_backward", "masked_select", "masked_scatter", "nonzero", "take", "_unsafe_index",
              "_unsafe_index_put", "index_fill", "masked_fill"}
 NO_KERNEL = {"detach", "lift_fresh", "_to_copy_noop", "alias", "clone_noop", "copy_noop"}
+
+
+def counted(func: Any) -> bool:
+    """Whether the trace counts an operator as launching kernels: an ATen operator that is not a view or a no-op
+    (``probes.op_launches`` measures launches at exactly these)."""
+    return not (func.is_view or func.overloadpacket.__name__ in NO_KERNEL or func.namespace != "aten")
 FLASH_MAX_HEAD = 256  # FlashAttention-2 takes head sizes up to 256 (PyTorch's check_head_dim_size_flash)
 ATTENTION_BACKWARD = 2.5  # FlashAttention-2's backward does 5 products to the forward's 2 (Dao 2023, sec. 3)
 
@@ -301,7 +307,7 @@ def _mode(c: _Counter) -> Any:
             if c.phase == "fwd" and c.owners:
                 c.note_outside(args)
             out = _fp32_grouped_mm(func, args, kwargs, c) if name == "_grouped_mm" else func(*args, **kwargs)
-            if func.is_view or name in NO_KERNEL or func.namespace != "aten":
+            if not counted(func):
                 return out
             flat = out if isinstance(out, (tuple, list)) else (out,)
             outs = [t for t in flat if hasattr(t, "untyped_storage")]

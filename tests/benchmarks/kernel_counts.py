@@ -23,9 +23,10 @@ from unittest import mock
 
 warnings.filterwarnings("ignore")
 
-from advisor.cases import parse_case  # noqa: E402
 from advisor.traces import TraceBook, variant_for  # noqa: E402
 from knowledge.catalog import resolve_model  # noqa: E402
+from knowledge.op_launches import OP_LAUNCHES  # noqa: E402
+from knowledge.schema import TrainCase  # noqa: E402
 from probes.hf_model import config_dict  # noqa: E402
 from probes.trace import trace_model  # noqa: E402
 
@@ -60,9 +61,8 @@ def main() -> None:
     book = TraceBook()
     rows = []
     for name, c, measured in _rows():
-        c = {k: v for k, v in c.items() if v is not None}
         try:
-            case = parse_case(c)
+            case = TrainCase.model_validate(c)
             arch = resolve_model(case.model)
             case = book.with_default_lora_targets(arch, case)
             config, v = config_dict(arch), variant_for(case)
@@ -77,8 +77,7 @@ def main() -> None:
     for name, rid, moe, m, old, new, _ in rows:
         print(f"{rid[:44]:<44} {name[:34]:<34} {m:>8} {old:>8.0f} {old / m - 1:+5.0%} {new:>8.0f} {new / m - 1:+5.0%}"
               + ("  MoE" if moe else ""))
-    table_rows = json.loads((Path(__file__).resolve().parents[2] / "knowledge" / "data" / "op_launches.json").read_text())["rows"]
-    measured_on = {Path(p).name for p in table_rows}
+    measured_on = {Path(p).name for p in json.loads(OP_LAUNCHES.read_text())["rows"]}
     table_models = {r[6].split("-12l")[0].split("-6l")[0].split("-4l")[0] for r in rows if r[0] in measured_on}
     groups = (("mixtures of experts", lambda r: r[2]), ("every other model", lambda r: not r[2]),
               ("MoE, not the table's rows", lambda r: r[2] and r[0] not in measured_on),

@@ -19,8 +19,8 @@ import warnings
 
 warnings.filterwarnings("ignore")
 
-from advisor.cases import parse_case  # noqa: E402
 from advisor.predictor import Predictor  # noqa: E402
+from knowledge.schema import TrainCase  # noqa: E402
 from tests.benchmarks.stored_predictions import OWN, compare_grids, lines  # noqa: E402
 
 DATE = "2026-11-30"
@@ -36,11 +36,10 @@ def anatomy_steps() -> None:
     print("== anatomy 37 (one H200): step seconds, measured | stored before the change | today (signed: tokens/s)")
     errs: dict[str, list[float]] = {"stored": [], "today": []}
     for r in lines(OWN / ANATOMY):
-        case = {k: v for k, v in r["case"].items() if v is not None}
-        case["hardware"] = "h200x1"
-        p = now.predict(parse_case(case))
+        case = TrainCase.model_validate(r["case"])
+        p = now.predict(case)
         s, m = stored[r["id"]]["step_time_s"], r["step_s"]
-        moe = "MoE" if _is_moe(case) else ""
+        moe = "MoE" if _is_moe(case.model) else ""
         errs["stored"].append(m / s - 1)
         errs["today"].append(m / p.step_time_s - 1)
         print(f"{r['id']:<30} {m:7.3f} | {s:7.3f} {m / s - 1:+6.1%} | {p.step_time_s:7.3f} {m / p.step_time_s - 1:+6.1%}  {moe}")
@@ -49,10 +48,10 @@ def anatomy_steps() -> None:
               f"n={len(es)})")
 
 
-def _is_moe(case: dict) -> bool:
+def _is_moe(model: str) -> bool:
     from knowledge.catalog import resolve_model
 
-    return resolve_model(case["model"]).is_moe
+    return resolve_model(model).is_moe
 
 
 if __name__ == "__main__":

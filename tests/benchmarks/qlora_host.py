@@ -20,7 +20,6 @@ import warnings
 
 warnings.filterwarnings("ignore")
 
-from advisor.cases import parse_case  # noqa: E402
 from advisor.predictor import Predictor  # noqa: E402
 from knowledge.schema import TrainCase  # noqa: E402
 from tests.benchmarks.stored_predictions import OWN, lines  # noqa: E402
@@ -37,7 +36,7 @@ def ratios() -> None:
     now = Predictor()
     print("== anatomy 38 (one H200, host-bound, 1 x 1,024): QLoRA / LoRA step, measured | predicted today")
     for q, lo in PAIRS:
-        cases = [parse_case({k: v for k, v in rows[i]["case"].items() if v is not None}) for i in (q, lo)]
+        cases = [TrainCase.model_validate(rows[i]["case"]) for i in (q, lo)]
         m = rows[q]["step_s"] / rows[lo]["step_s"]
         p = [now.predict(c).step_time_s for c in cases]
         print(f"{q[4:]:<16} {rows[q]['step_s']:.3f} / {rows[lo]['step_s']:.3f} s = {m:.2f} | "
