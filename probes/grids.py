@@ -2362,7 +2362,38 @@ def _moe_launches_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),
+def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-30, twenty-fourth), measured beside ``probes.bnb_host`` (what a 4-bit projection costs the
+    host): QLoRA of models never run with a 4-bit base, host-bound (one sequence of 1,024) to GPU-bound (4 x 2,048),
+    both engines, LoRA of one of them as this lease's host-speed reference, and the study's "Q" pre-training (4-bit base
+    without PEFT) of a model it never ran. Stored before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in (
+        "smollm3-3b", "phi-3-mini-4k", "gemma-2-2b", "helium", "ministral-3", "exaone-4", "granite-3.0-2b")}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "engine": "pytorch", "gpus": 1}
+    ql = {"task": "finetune", "method": "qlora", "quantization": "nf4"}
+
+    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        merged = {**run, **ql, **kw}
+        return _case(hw, f"{prefix}-{cid}", cfg.get(model, model), merged.pop("task"), **merged)
+
+    return [
+        k("smollm3-qlora-mb1-s1k", "smollm3-3b", micro_batch_size=1, seq_len=1024),
+        k("smollm3-lora-mb1-s1k", "smollm3-3b", micro_batch_size=1, seq_len=1024, method="lora", quantization="none"),
+        k("phi3mini-qlora-mb2-s2k", "phi-3-mini-4k", micro_batch_size=2, seq_len=2048),
+        k("gemma2-2b-qlora-mb1-s1k", "gemma-2-2b", micro_batch_size=1, seq_len=1024),
+        k("helium-qlora-all-mb2-s1k", "helium", micro_batch_size=2, seq_len=1024, lora_targets="all-linear"),
+        k("ministral3-qlora-rc-mb1-s4k", "ministral-3", micro_batch_size=1, seq_len=4096, recompute=True),
+        k("exaone4-qlora-mb4-s2k", "exaone-4", micro_batch_size=4, seq_len=2048),
+        k("granite2b-qlora-ds-z2-mb1-s1k", "granite-3.0-2b", micro_batch_size=1, seq_len=1024, engine="deepspeed",
+          zero_stage=2),
+        _case(hw, f"{prefix}-l3b-q-study-mb1", "llama3.2-3b", "pretrain", gpus=1, zero_stage=0, quantization="nf4",
+              flash_attention=False, micro_batch_size=1, **{**_AS_THE_STUDY_RAN, "_steps": 4, "_warmup": 2,
+                                                            "_timeout_s": 100}),
+    ]
+
+
+GRIDS: dict[str, Any] = {"h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
+                         "h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),
                          "h200x2-moe-check": lambda: _moe_check_2gpu("h200x2", "h200x2mc"),
                          "h200x2-ddp-check": lambda: _ddp_check("h200x2", "h200x2dc"),
                          "h200x2-gpu-bound-check": lambda: _gpu_bound_2gpu("h200x2", "h200x2gb"),
