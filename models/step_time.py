@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge.bnb_host import BNB_HOST_COST
 from knowledge.efficiency import Efficiencies
 from knowledge.traces import Part
 from models.architecture import linears
@@ -28,7 +29,7 @@ from models.zero_comm import ZERO3_GATHER_PASSES, _collective_s, zero3_hook_pass
 KERNELS_PER_LAYER_FWD = 45
 KERNELS_PER_LAYER_BWD = 77
 KERNELS_EAGER_ATTENTION = 6
-KERNELS_PER_QUANT_LINEAR = 2
+KERNELS_PER_QUANT_LINEAR = 2  # LLM.int8()'s split per call (NF4's whole host cost: knowledge.bnb_host)
 KERNELS_HEAD = 20  # embedding, final norm, LM head, the loss's upcast, log-softmax and NLL
 MODULES_PER_LAYER = 9  # ZeRO-3 fetches: 7 projections + 2 norms (+ 2 per LoRA target: A and B)
 # DeepSpeed's ZeRO-3 hooks every module a forward calls, parameters or not (_register_hooks_recursively): beyond the
@@ -83,7 +84,8 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
     layer = [op for op in ops if op.per_layer]
     fwd = a.num_hidden_layers * sum(op.time_s for op in layer)
     bwd = a.num_hidden_layers * sum(op.backward_s for op in layer)
-    quant_linears = _quantized_linears_per_layer(s) * (case.quantization != "none")
+    # int8's split launches; an NF4 projection's host cost is measured whole instead (bnb_host_calls)
+    quant_linears = _quantized_linears_per_layer(s) * (case.quantization == "int8")
     hand_layer = KERNELS_PER_LAYER_FWD + (KERNELS_EAGER_ATTENTION if s.eager_attention else 0)
     extra_fwd = extra_bwd = extra_head_fwd = extra_head_bwd = 0.0
     if s.trace is not None:
@@ -214,16 +216,34 @@ def cpu_adam_gparams_per_s(threads: int, eff: Efficiencies, c: Ceilings, ranks_o
     return 1.0 / (1.0 / (t * r1) + max(ranks_on_node, 1) / cap)
 
 
+def bnb_host_calls(s: TrainSetup) -> tuple[float, float]:
+    """(forward, backward) CPU time that bitsandbytes' 4-bit projections of one micro-batch add beyond the bf16
+    product the trace stands in for each, in bf16 projection calls (``knowledge.bnb_host``, measured by
+    ``probes.bnb_host``): every NF4 projection (QLoRA's base and the study's Q pre-training), and PEFT's LoRA on those
+    it adapts. Anatomy 38's host-bound QLoRA ran 1.37-1.47x LoRA of the same model, predicted 1.10x without it."""
+    if s.case.quantization != "nf4":
+        return 0.0, 0.0
+    cost = BNB_HOST_COST
+    per_layer = _quantized_linears_per_layer(s)
+    quantized = per_layer * s.arch.num_hidden_layers
+    wrapped = min(s.adapted_modules_per_layer, per_layer) * s.arch.num_hidden_layers
+    return (quantized * cost.nf4_fwd_calls + wrapped * cost.qlora_wrapper_fwd_calls,
+            quantized * cost.nf4_bwd_calls + wrapped * cost.qlora_wrapper_bwd_calls)
+
+
 def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> tuple[float, float]:
-    """(forward, backward) CPU seconds of one micro-batch: kernel launches, DeepSpeed's hooks and DDP's reducer."""
+    """(forward, backward) CPU seconds of one micro-batch: kernel launches, bitsandbytes' 4-bit projections,
+    DeepSpeed's hooks and DDP's reducer."""
     case = s.case
     scale = eff.deepspeed_dispatch_factor if case.engine == "deepspeed" else 1.0
     per_kernel = eff.kernel_time_s * scale
     extra = extra_kernel_cpu_s(eff) * scale
-    fwd = full.kernels * per_kernel + full.extra_fwd * extra
-    bwd = full.kernels * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
+    # a bf16 projection call costs the host one traced kernel each way, the unit bitsandbytes' extra is measured in
+    bnb_fwd, bnb_bwd = bnb_host_calls(s)
+    fwd = (full.kernels + bnb_fwd) * per_kernel + full.extra_fwd * extra
+    bwd = (full.kernels + bnb_bwd) * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
     if case.recompute:  # the checkpointed forward runs again (its extra kernels: in extra_bwd)
-        bwd += layers.kernels * per_kernel * eff.recompute_dispatch_factor
+        bwd += (layers.kernels + bnb_fwd) * per_kernel * eff.recompute_dispatch_factor
     if case.engine == "deepspeed" and s.zero in (1, 2):
         bwd += trainable_tensors(s) * eff.zero12_hook_s
     if case.engine == "pytorch" and s.ranks > 1:  # DDP's hooks copy only in the backward that all-reduces (no_sync)

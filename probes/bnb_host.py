@@ -10,6 +10,11 @@ with and without bf16 autocast (the PyTorch engine runs under it, DeepSpeed does
 seconds per tiny kernel on the same host and the CUDA launches each call makes.
 
     python -m probes.bnb_host --out rows.jsonl
+    python -m probes.bnb_host --table knowledge/data/bnb_host.json rows_a.jsonl rows_b.jsonl   (the bundled table)
+
+The table prices each extra in bf16 projection calls of the same host (a frozen ``nn.Linear``'s forward, its
+backward), the unit in which the step-time model's per-kernel CPU cost is fitted (one traced kernel each way), so the
+numbers carry to a host of another speed.
 """
 
 from __future__ import annotations
@@ -137,10 +142,65 @@ def measure(device: str = "cuda") -> list[dict[str, Any]]:
     return rows
 
 
+def table(rows: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    """Per phase, what a 4-bit projection adds to a bf16 one (``nf4_*``) and what PEFT's LoRA on a 4-bit projection
+    adds beyond that and beyond LoRA on a bf16 one (``qlora_wrapper_*``), each as a mean over the runs and autocast
+    settings, in mean bf16 projection calls of the phase (noisy pair by pair on a shared host: means, not ratios)."""
+    by = {(r["run"], r["variant"], r["autocast"]): r for r in rows}
+    runs = sorted({r["run"] for r in rows})
+    out: dict[str, Any] = {"source": source, "unit": "one frozen bf16 nn.Linear call of the same phase, same host"}
+    for phase, key in (("fwd", "forward_s"), ("bwd", "backward_s")):
+        pairs = [(run, ac) for run in runs for ac in (False, True)]
+        lin = statistics.mean(by[(r, "linear", a)][key] for r, a in pairs)
+        nf4 = statistics.mean(by[(r, "linear4bit", a)][key] - by[(r, "linear", a)][key] for r, a in pairs)
+        wrap = statistics.mean((by[(r, "qlora", a)][key] - by[(r, "lora", a)][key])
+                               - (by[(r, "linear4bit", a)][key] - by[(r, "linear", a)][key]) for r, a in pairs)
+        out[f"linear_call_{phase}_s"] = lin
+        out[f"nf4_{phase}_calls"] = round(nf4 / lin, 2)
+        out[f"qlora_wrapper_{phase}_calls"] = round(wrap / lin, 2)
+    out["launch_s"] = [statistics.mean([r["launch_s"], r["launch_after_s"]]) for r in
+                       (next(x for x in rows if x["run"] == run) for run in runs)]
+    return out
+
+
+def _write_table(path: str, files: list[str]) -> int:
+    from knowledge.errors import AdvisorError
+    from knowledge.store import atomic_write_json
+
+    rows = []
+    try:
+        for run, f in enumerate(files):
+            with open(f) as fh:
+                rows += [{**json.loads(line), "run": run} for line in fh if line.strip()]
+        env = rows[0]["environment"]
+        src = (f"probes.bnb_host on one {env['gpu_name']} host ({env['date'][:10]}, torch {env['torch']}, "
+               f"bitsandbytes {env['bitsandbytes']}, peft {env['peft']}), {len(files)} runs: {', '.join(files)}")
+        t = table(rows, src)
+    except (OSError, ValueError, KeyError, IndexError, StopIteration) as e:
+        print(f"error: cannot build the table from {', '.join(files)}: {e!r}")
+        return 2
+    except AdvisorError as e:
+        print(f"error: {e}")
+        return 2
+    atomic_write_json(path, t)
+    print(json.dumps(t, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="JSON lines to write (one row per variant and autocast)")
+    ap.add_argument("--out", help="JSON lines to write (one row per variant and autocast)")
+    ap.add_argument("--table", nargs="+", metavar=("OUT", "ROWS"),
+                    help="write the bundled table OUT from the rows files of one or more runs")
     args = ap.parse_args(argv)
+    if args.table:
+        if len(args.table) < 2:
+            print("error: --table needs the table's path and at least one rows file")
+            return 2
+        return _write_table(args.table[0], args.table[1:])
+    if not args.out:
+        print("error: --out ROWS.jsonl (measure) or --table OUT ROWS... (build the table)")
+        return 2
     from probes.run_case import environment
 
     env = environment("python -m probes.bnb_host").model_dump()

@@ -2362,6 +2362,40 @@ def _moe_launches_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _qlora_host_check_2(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-11-30, twenty-fourth), after bitsandbytes' host cost per 4-bit projection (``probes.bnb_host``,
+    ``models.step_time.bnb_host_calls``), trace schema 24 (LoRA-adapted projections quantized) and the refit: QLoRA of
+    six more models never run 4-bit (a MoE among them), DeepSpeed's QLoRA, the study's Q pre-training of another model,
+    grid 1's SmolLM3 QLoRA again (its +45% after the change) and SmolLM2's LoRA on every linear, run on four earlier
+    leases (0.101-0.173 s a step), as this lease's host reference. Stored before they run."""
+    cfg = {m: CONFIGS + f"{m}.json" for m in (
+        "olmo-3", "nemotron-mini-4b", "qwen3-1.7b", "glm-4-9b", "granite-3.0-3b-a800m", "phi-4-mini", "falcon-7b",
+        "smollm3-3b", "smollm2-1.7b", "qwen2.5-3b")}
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "engine": "pytorch", "gpus": 1}
+    ql = {"task": "finetune", "method": "qlora", "quantization": "nf4"}
+
+    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        merged = {**run, **ql, **kw}
+        return _case(hw, f"{prefix}-{cid}", cfg.get(model, model), merged.pop("task"), **merged)
+
+    return [
+        k("olmo3-qlora-mb1-s1k", "olmo-3", micro_batch_size=1, seq_len=1024),
+        k("nemotron4b-qlora-mb2-s1k", "nemotron-mini-4b", micro_batch_size=2, seq_len=1024),
+        k("qwen3-1.7b-qlora-all-mb1-s2k", "qwen3-1.7b", micro_batch_size=1, seq_len=2048, lora_targets="all-linear"),
+        k("glm4-9b-qlora-rc-mb2-s2k", "glm-4-9b", micro_batch_size=2, seq_len=2048, recompute=True),
+        k("granitemoe-qlora-mb2-s1k", "granite-3.0-3b-a800m", micro_batch_size=2, seq_len=1024),
+        k("phi4mini-qlora-ds-z2-mb2-s1k", "phi-4-mini", micro_batch_size=2, seq_len=1024, engine="deepspeed",
+          zero_stage=2),
+        k("falcon7b-qlora-mb1-s1k", "falcon-7b", micro_batch_size=1, seq_len=1024),
+        k("smollm3-qlora-mb1-s1k", "smollm3-3b", micro_batch_size=1, seq_len=1024),
+        k("smollm2-lora-all-mb2-s1k", "smollm2-1.7b", micro_batch_size=2, seq_len=1024, method="lora",
+          quantization="none", lora_targets="all-linear"),
+        _case(hw, f"{prefix}-q25-3b-q-study-mb4", cfg["qwen2.5-3b"], "pretrain", gpus=1, zero_stage=0,
+              quantization="nf4", flash_attention=False, micro_batch_size=4,
+              **{**_AS_THE_STUDY_RAN, "_steps": 4, "_warmup": 2, "_timeout_s": 100}),
+    ]
+
+
 def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Held out (2026-11-30, twenty-fourth), measured beside ``probes.bnb_host`` (what a 4-bit projection costs the
     host): QLoRA of models never run with a 4-bit base, host-bound (one sequence of 1,024) to GPU-bound (4 x 2,048),
@@ -2393,6 +2427,7 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
 
 
 GRIDS: dict[str, Any] = {"h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
+                         "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),
                          "h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),
                          "h200x2-moe-check": lambda: _moe_check_2gpu("h200x2", "h200x2mc"),
                          "h200x2-ddp-check": lambda: _ddp_check("h200x2", "h200x2dc"),

@@ -349,7 +349,10 @@ def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
     shapes: dict[frozenset, tuple[bool, bool]] = {}
     for name, mod in model.named_modules():
         w = getattr(mod, "weight", None)
-        if not isinstance(w, torch.Tensor) or w.dim() < 2:
+        # PEFT's LoRA wrapper forwards ``weight`` to its base_layer, the projection itself, which follows it here: the
+        # wrapper (no nn.Linear) had recorded the shape first as no projection, so QLoRA's adapted projections were
+        # priced as bf16 products, without their dequantize or bitsandbytes' host cost (trace schema 24)
+        if not isinstance(w, torch.Tensor) or w.dim() < 2 or hasattr(mod, "base_layer"):
             continue
         adapter = ".lora_" in name
         quant = isinstance(mod, torch.nn.Linear) and in_block(name) and not adapter and "lm_head" not in name
