@@ -260,17 +260,20 @@ def build_model(
         raise ValueError(f"unknown engine format {quantization[7:]!r} (one of {', '.join(ENGINE_FORMATS)})")
     if not engine:
         _bnb()  # fail early, before allocating anything, when bitsandbytes is missing
-    shell_cfg = hf_config(arch, 1, attn_impl=attn_impl, use_cache=use_cache)
+    # the shell holds a layer of every kind the model has: a model builds its per-kind masks and rotary tables from
+    # the layer kinds of its config at init (OLMo-3 cut to its first, sliding, layer: KeyError 'full_attention')
+    shell_cfg = hf_config(arch, _layers_of_every_kind(cfg), attn_impl=attn_impl, use_cache=use_cache)
     with torch.device(device):
         model = transformers.AutoModelForCausalLM.from_config(shell_cfg, dtype=dtype, attn_implementation=shell_cfg._attn_implementation)
-    layer_cls = type(model.model.layers[0])  # the family's decoder layer, whatever the family
+    holder, layers_attr = _layer_list(model)
+    layer_cls = type(getattr(holder, layers_attr)[0])  # the family's decoder layer, whatever the family
     # the kernels the model's init chose (attention, routed experts' grouped GEMM), as from_pretrained chooses them
     # with a quantization_config: layers built from the bare config would run their experts in an eager loop
     for attr in ("_attn_implementation_internal", "_experts_implementation_internal"):
         if getattr(model.config, attr, None) is not None:
             setattr(cfg, attr, getattr(model.config, attr))
     layers = torch.nn.ModuleList()
-    model.model.layers = layers  # drop the shell's layer before building the real ones
+    setattr(holder, layers_attr, layers)  # drop the shell's layers before building the real ones
     for i in range(cfg.num_hidden_layers):
         with torch.device(device), _default_dtype(dtype):
             layer = layer_cls(cfg, layer_idx=i)
@@ -282,8 +285,30 @@ def build_model(
     # The forward loops over ``self.layers[: config.num_hidden_layers]``: give every module the full config.
     cfg.dtype = dtype
     model.config = cfg
-    model.model.config = cfg
+    holder.config = cfg
     return model
+
+
+def _layers_of_every_kind(cfg: Any) -> int:
+    """The shortest cut of ``cfg``'s layers that has every kind of layer it lists (``layer_types``), at least one."""
+    kinds = list(getattr(cfg, "layer_types", None) or [])
+    return max((kinds.index(k) + 1 for k in set(kinds)), default=1)
+
+
+def _layer_list(model: Any) -> tuple[Any, str]:
+    """(the module holding a causal LM's decoder layers, the attribute of their ModuleList): Llama's ``model.layers``,
+    Falcon's and GPT-2's ``transformer.h``; a PEFT wrapper is looked through."""
+    import torch
+
+    from probes.trace import in_block
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for name, mod in base.named_modules():
+        for attr, child in mod.named_children():
+            path = f"{name}.{attr}" if name else attr
+            if isinstance(child, torch.nn.ModuleList) and len(child) and in_block(f"{path}.0"):
+                return mod, attr
+    raise ValueError(f"{type(base).__name__}: no numbered decoder blocks (model.layers, transformer.h) found")
 
 
 def _bnb() -> Any:
@@ -347,8 +372,8 @@ def _to_bnb(bnb: Any, lin: Any, quantization: str, device: Any) -> Any:
 
 def decoder_layers(model: Any) -> Any:
     """The ``nn.ModuleList`` of decoder layers of a (possibly PEFT-wrapped) causal LM."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return base.model.layers
+    holder, attr = _layer_list(model)
+    return getattr(holder, attr)
 
 
 def enable_recompute(model: Any) -> None:

@@ -300,3 +300,33 @@ def test_anatomy_runs_the_lora_targets_the_advisor_predicts(tmp_path: Path, monk
     with pytest.raises(Stop):
         anatomy.run(case, warmup=0)
     assert case["lora_targets"] == ["query_key_value"]
+
+
+@pytest.mark.parametrize("config", [
+    # OLMo-3's layers come in two kinds (three sliding, one full): a shell of its first layer only lacked the full
+    # kind's mask ("KeyError: 'full_attention'" on one H200, grid h200-qlora-host-check-2)
+    {"model_type": "olmo3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+     "num_key_value_heads": 4, "vocab_size": 128, "sliding_window": 8,
+     "layer_types": ["sliding_attention"] * 3 + ["full_attention"]},
+    # Falcon keeps its blocks in transformer.h, not model.layers ("'FalconForCausalLM' object has no attribute 'model'")
+    {"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 128,
+     "new_decoder_architecture": False, "multi_query": True, "parallel_attn": True, "bias": False},
+])
+def test_a_quantized_base_is_built_whatever_the_family_s_layers(config: dict, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import torch
+
+    from knowledge.catalog import resolve_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+
+    quantized: list[int] = []
+    monkeypatch.setattr(hf_model, "_bnb", lambda: None)  # bitsandbytes needs a GPU: the layers stay bf16 linears
+    monkeypatch.setattr(hf_model, "quantize_linears", lambda layer, q, d: quantized.append(1) or 0)
+    model = hf_model.build_model(resolve_model(str(path)), device="cpu", dtype=torch.float32, quantization="nf4")
+    assert len(hf_model.decoder_layers(model)) == config["num_hidden_layers"] == len(quantized)
+    x = torch.randint(0, 128, (1, 16))
+    assert torch.isfinite(model(input_ids=x, labels=x).loss)
