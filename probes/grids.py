@@ -2362,22 +2362,26 @@ def _moe_launches_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _qlora_case(hw: str, prefix: str) -> Any:
+    """Cases of the QLoRA host checks: one GPU, PyTorch, SDPA, QLoRA unless the keywords say otherwise; ``model`` a
+    config.json under ``CONFIGS`` by its stem."""
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "engine": "pytorch", "gpus": 1,
+           "task": "finetune", "method": "qlora", "quantization": "nf4"}
+
+    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        merged = {**run, **kw}
+        return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", merged.pop("task"), **merged)
+
+    return k
+
+
 def _qlora_host_check_2(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Held out (2026-11-30, twenty-fourth), after bitsandbytes' host cost per 4-bit projection (``probes.bnb_host``,
     ``models.step_time.bnb_host_calls``), trace schema 24 (LoRA-adapted projections quantized) and the refit: QLoRA of
     six more models never run 4-bit (a MoE among them), DeepSpeed's QLoRA, the study's Q pre-training of another model,
     grid 1's SmolLM3 QLoRA again (its +45% after the change) and SmolLM2's LoRA on every linear, run on four earlier
     leases (0.101-0.173 s a step), as this lease's host reference. Stored before they run."""
-    cfg = {m: CONFIGS + f"{m}.json" for m in (
-        "olmo-3", "nemotron-mini-4b", "qwen3-1.7b", "glm-4-9b", "granite-3.0-3b-a800m", "phi-4-mini", "falcon-7b",
-        "smollm3-3b", "smollm2-1.7b", "qwen2.5-3b")}
-    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "engine": "pytorch", "gpus": 1}
-    ql = {"task": "finetune", "method": "qlora", "quantization": "nf4"}
-
-    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
-        merged = {**run, **ql, **kw}
-        return _case(hw, f"{prefix}-{cid}", cfg.get(model, model), merged.pop("task"), **merged)
-
+    k = _qlora_case(hw, prefix)
     return [
         k("olmo3-qlora-mb1-s1k", "olmo-3", micro_batch_size=1, seq_len=1024),
         k("nemotron4b-qlora-mb2-s1k", "nemotron-mini-4b", micro_batch_size=2, seq_len=1024),
@@ -2390,7 +2394,7 @@ def _qlora_host_check_2(hw: str, prefix: str) -> list[dict[str, Any]]:
         k("smollm3-qlora-mb1-s1k", "smollm3-3b", micro_batch_size=1, seq_len=1024),
         k("smollm2-lora-all-mb2-s1k", "smollm2-1.7b", micro_batch_size=2, seq_len=1024, method="lora",
           quantization="none", lora_targets="all-linear"),
-        _case(hw, f"{prefix}-q25-3b-q-study-mb4", cfg["qwen2.5-3b"], "pretrain", gpus=1, zero_stage=0,
+        _case(hw, f"{prefix}-q25-3b-q-study-mb4", CONFIGS + "qwen2.5-3b.json", "pretrain", gpus=1, zero_stage=0,
               quantization="nf4", flash_attention=False, micro_batch_size=4,
               **{**_AS_THE_STUDY_RAN, "_steps": 4, "_warmup": 2, "_timeout_s": 100}),
     ]
@@ -2401,15 +2405,7 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     host): QLoRA of models never run with a 4-bit base, host-bound (one sequence of 1,024) to GPU-bound (4 x 2,048),
     both engines, LoRA of one of them as this lease's host-speed reference, and the study's "Q" pre-training (4-bit base
     without PEFT) of a model it never ran. Stored before they run."""
-    cfg = {m: CONFIGS + f"{m}.json" for m in (
-        "smollm3-3b", "phi-3-mini-4k", "gemma-2-2b", "helium", "ministral-3", "exaone-4", "granite-3.0-2b")}
-    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "engine": "pytorch", "gpus": 1}
-    ql = {"task": "finetune", "method": "qlora", "quantization": "nf4"}
-
-    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
-        merged = {**run, **ql, **kw}
-        return _case(hw, f"{prefix}-{cid}", cfg.get(model, model), merged.pop("task"), **merged)
-
+    k = _qlora_case(hw, prefix)
     return [
         k("smollm3-qlora-mb1-s1k", "smollm3-3b", micro_batch_size=1, seq_len=1024),
         k("smollm3-lora-mb1-s1k", "smollm3-3b", micro_batch_size=1, seq_len=1024, method="lora", quantization="none"),
