@@ -4,8 +4,8 @@ operator as a GPU launches it (``knowledge.op_launches``, since trace schema 23)
 Every own anatomy row of a single-GPU PyTorch step (``knowledge/measurements/own/**/*anatomy*.jsonl``, each with the
 device activities of one profiled step: kernels, memsets, copies) beside the count of the model's own trace: its layers'
 forward and backward (a recomputed forward again), the rest of the model, a scan's launches per token. The optimizer's
-few fused launches and bitsandbytes' dequantization (priced apart, ``KERNELS_PER_QUANT_LINEAR``) are in the measured
-count only. Rows of mixtures of experts apart: their routing sorts tokens (CUB's radix sort, 22 launches) and the
+few fused launches and bitsandbytes' dequantization (its host cost priced whole apart, ``knowledge.bnb_host``) are in
+the measured count only. Rows of mixtures of experts apart: their routing sorts tokens (CUB's radix sort, 22 launches) and the
 backward of its gathers accumulates with a sort (20). Anatomy 37's own rows are those the table was measured on.
 
     python tests/benchmarks/kernel_counts.py > tests/benchmarks/kernel_counts.out.txt
