@@ -58,22 +58,32 @@ def build(variant: str, device: Any, rank: int = 64) -> Any:
     return layers
 
 
-def time_calls(layers: Any, device: Any, autocast: bool, repeats: int = 30) -> tuple[float, float]:
-    """(forward, backward) seconds per projection: medians over ``repeats`` steps, each synchronized at its end."""
+def _input(device: Any) -> Any:
+    import torch
+
+    return torch.randn(ROWS, WIDTH, device=device, dtype=torch.bfloat16, requires_grad=True)
+
+
+def _forward(layers: Any, x: Any, autocast: bool) -> Any:
+    """A forward of the chain (under bf16 autocast if asked) to a scalar whose backward runs the chain's."""
     import contextlib
 
     import torch
 
+    with torch.autocast(x.device.type, dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
+        return layers(x).float().sum()
+
+
+def time_calls(layers: Any, device: Any, autocast: bool, repeats: int = 30) -> tuple[float, float]:
+    """(forward, backward) seconds per projection: medians over ``repeats`` steps, each synchronized at its end."""
     from probes.timing import sync
 
-    x = torch.randn(ROWS, WIDTH, device=device, dtype=torch.bfloat16, requires_grad=True)
-    ctx = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if autocast else contextlib.nullcontext
+    x = _input(device)
     fwd, bwd = [], []
     for i in range(repeats + 5):
         sync(str(device))
         t0 = time.perf_counter()
-        with ctx():
-            y = layers(x).float().sum()
+        y = _forward(layers, x, autocast)
         sync(str(device))
         t1 = time.perf_counter()
         y.backward()
@@ -87,15 +97,10 @@ def time_calls(layers: Any, device: Any, autocast: bool, repeats: int = 30) -> t
 
 def launches_per_call(layers: Any, device: Any, autocast: bool) -> tuple[float, float]:
     """CUDA launches (kernels, memsets, copies) per projection, forward and backward, from torch's profiler."""
-    import contextlib
-
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from probes.timing import sync
-
-    x = torch.randn(ROWS, WIDTH, device=device, dtype=torch.bfloat16, requires_grad=True)
-    ctx = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if autocast else contextlib.nullcontext
 
     def count(fn: Any) -> int:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -103,16 +108,10 @@ def launches_per_call(layers: Any, device: Any, autocast: bool) -> tuple[float, 
             sync(str(device))
         return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
-    with ctx():
-        y = layers(x).float().sum()
-    y.backward()
+    x = _input(device)
+    _forward(layers, x, autocast).backward()  # warm: the profiled step is not the first
     state = {}
-
-    def forward() -> None:
-        with ctx():
-            state["y"] = layers(x).float().sum()
-
-    n_fwd = count(forward)
+    n_fwd = count(lambda: state.update(y=_forward(layers, x, autocast)))
     n_bwd = count(lambda: state["y"].backward())
     return n_fwd / LAYERS, n_bwd / LAYERS
 
@@ -164,7 +163,6 @@ def table(rows: list[dict[str, Any]], source: str) -> dict[str, Any]:
 
 
 def _write_table(path: str, files: list[str]) -> int:
-    from knowledge.errors import AdvisorError
     from knowledge.store import atomic_write_json
 
     rows = []
@@ -178,9 +176,6 @@ def _write_table(path: str, files: list[str]) -> int:
         t = table(rows, src)
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as e:
         print(f"error: cannot build the table from {', '.join(files)}: {e!r}")
-        return 2
-    except AdvisorError as e:
-        print(f"error: {e}")
         return 2
     atomic_write_json(path, t)
     print(json.dumps(t, indent=1))
@@ -201,13 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         print("error: --out ROWS.jsonl (measure) or --table OUT ROWS... (build the table)")
         return 2
+    from knowledge.store import atomic_write_text
     from probes.run_case import environment
 
     env = environment("python -m probes.bnb_host").model_dump()
     rows = measure()
-    with open(args.out, "w") as f:
-        for r in rows:
-            f.write(json.dumps({**r, "environment": env}) + "\n")
+    atomic_write_text(args.out, "".join(json.dumps({**r, "environment": env}) + "\n" for r in rows))
     for r in rows:
         print(f"{r['variant']:<11} autocast={int(r['autocast'])} fwd {r['forward_s'] * 1e6:7.1f} us  bwd "
               f"{r['backward_s'] * 1e6:7.1f} us  launches {r['launches_fwd']:.1f} / {r['launches_bwd']:.1f}")
