@@ -1,5 +1,5 @@
 """Trace again, with this checkout's tracer, every variant the package ships, and ship the traces of the configs a
-maintainer predicted: ``python -m probes.bundle_traces [--from-home] [--workers N]``.
+maintainer predicted: ``python -m probes.bundle_traces [--from-home] [--workers N] [--only CONFIG_JSON...]``.
 
 The bundled traces (``knowledge/data/traces/<config hash>.json``) answer a catalog or measured architecture's first
 ``recommend`` without tracing it; a trace of an older ``TRACE_SCHEMA`` is not used, so a change of the tracer makes
@@ -50,11 +50,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m probes.bundle_traces", description=__doc__.splitlines()[0])
     ap.add_argument("--from-home", action="store_true", help="also ship ADVISOR_HOME's traces of the measured configs")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", nargs="+", metavar="CONFIG_JSON", help="trace these configs alone (new ones: with --from-home)")
     args = ap.parse_args(argv)
     from knowledge.store import atomic_write_json
     from probes.trace import default_lora_targets
 
     configs = _configs()
+    if args.only:
+        from probes.hf_model import config_dict
+        from probes.trace import config_hash
+
+        wanted = {config_hash(config_dict(resolve_model(f))) for f in args.only}
+        configs = {h: c for h, c in configs.items() if h in wanted}
     jobs: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     for h, config in configs.items():
         files = [BUNDLED_TRACES / f"{h}.json"] + ([advisor_home() / "traces" / f"{h}.json"] if args.from_home else [])

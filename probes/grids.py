@@ -2362,6 +2362,43 @@ def _moe_launches_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _h100_blind_3(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-12-07, twenty-fifth), on one H100, after trace schema 25 (a product told by its weight's storage)
+    and its refit: three model types never run anywhere (Ministral as transformers' defaults, dots.llm1 cut to 4
+    layers, Nemotron-H's hybrid of Mamba-2, MoE, attention and MLP layers), five run only on H200s and never on an H100
+    (Apertus at 8k under ZeRO-3, EXAONE-4 QLoRA with recomputation, Ministral-3 with eager attention, Helium full
+    with the optimizer offloaded, Gemma-4 at 4k near the memory limit), and Granite-3.0-3B-A800M's QLoRA, the H200 grid's -24% that schema 25
+    answers. Stored before they run: without a profile, with the bundled h100x1 one, and with the lease's own (written
+    on the device before the runs)."""
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "gpus": 1}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    lora, qlora = {"method": "lora"}, {"method": "qlora", "quantization": "nf4"}
+
+    def k(cid: str, model: str, task: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", task, **{**run, **kw})
+
+    return [
+        k("granitemoe-qlora-pt-mb2-s1k", "granite-3.0-3b-a800m", "finetune", micro_batch_size=2, seq_len=1024, **qlora,
+          **pt),
+        k("ministral-qlora-pt-mb1-s2k", "ministral-defaults", "finetune", micro_batch_size=1, seq_len=2048, **qlora, **pt),
+        k("dots1-4l-lora-pt-mb2-s2k", "dots1-defaults-4l", "finetune", micro_batch_size=2, seq_len=2048, **lora, **pt),
+        k("nemotronh-lora-ds-z2-mb1-s2k", "nemotron-h-defaults", "finetune", micro_batch_size=1, seq_len=2048,
+          zero_stage=2, **lora, **ds),
+        k("ministral-lora-pt-rc-mb1-s8k", "ministral-defaults", "finetune", micro_batch_size=1, seq_len=8192,
+          recompute=True, **lora, **pt),
+        k("helium-full-ds-z2-offopt-mb4-s2k", "helium", "pretrain", micro_batch_size=4, seq_len=2048, zero_stage=2,
+          offload="optimizer", **{**_OFFLOAD, "_timeout_s": 200}, **ds),
+        k("apertus-lora-ds-z3-rc-mb1-s8k", "apertus", "finetune", micro_batch_size=1, seq_len=8192, zero_stage=3,
+          recompute=True, **lora, **ds),
+        k("exaone4-qlora-pt-rc-mb4-s2k", "exaone-4", "finetune", micro_batch_size=4, seq_len=2048, recompute=True,
+          **qlora, **pt),
+        k("ministral3-lora-pt-eager-mb1-s2k", "ministral-3", "finetune", micro_batch_size=1, seq_len=2048,
+          flash_attention=False, **lora, **pt),
+        k("nemotronh-full-pt-mb1-s2k", "nemotron-h-defaults", "pretrain", micro_batch_size=1, seq_len=2048, **pt),
+        k("gemma4-lora-pt-mb2-s4k", "gemma-4-text", "finetune", micro_batch_size=2, seq_len=4096, **lora, **pt),
+    ]
+
+
 def _qlora_case(hw: str, prefix: str) -> Any:
     """Cases of the QLoRA host checks: one GPU, PyTorch, SDPA, QLoRA unless the keywords say otherwise; ``model`` a
     config.json under ``CONFIGS`` by its stem."""
@@ -2422,7 +2459,8 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
+GRIDS: dict[str, Any] = {"h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
+                         "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
                          "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),
                          "h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),
                          "h200x2-moe-check": lambda: _moe_check_2gpu("h200x2", "h200x2mc"),

@@ -128,8 +128,13 @@ class _Counter:
     """Everything the dispatch mode counts during one step (the mode itself is built in ``_mode``)."""
 
     def __init__(self, param_keys: set[int], weight_shapes: dict[frozenset, tuple[bool, bool]],
-                 grad_shapes: set[tuple[int, ...]] = frozenset()):
+                 grad_shapes: set[tuple[int, ...]] = frozenset(),
+                 weight_storages: dict[int, tuple[tuple[int, int], bool, bool]] | None = None):
         self.phase = "fwd"
+        # a product whose operand is a weight is told by that weight's storage; its shape alone can be another weight's
+        # (Granite-3.0-3B-A800M: an expert's 1536 x 512 is the k/v projections', so expert products were priced as 4-bit
+        # projections under QLoRA: trace schema 25). Weight gradients multiply no weight: their shape tells them
+        self.weight_storages = weight_storages or {}  # storage -> ((in, out) sorted, quantizable, adapter)
         self.grad_shapes = grad_shapes  # a backward output of a trained parameter's shape is its gradient: a model
         # state the memory model counts per ZeRO stage, not an activation
         self.param_keys = param_keys
@@ -206,10 +211,18 @@ class _Counter:
             return
         dims = {"m": m, "k": k, "n": n}
         key = None
-        for tok, (x, y) in (("m", ("k", "n")), ("k", ("m", "n")), ("n", ("m", "k"))):
+        for t, tok in ((b, "m"), (a, "n")):  # x @ W^T, dy @ W (forward, input gradient); W @ x
+            hit = self.weight_storages.get(t.untyped_storage()._cdata)
+            if hit is not None:
+                shape, quant, adapter = hit
+                key = (self.phase, *shape, quant, adapter, groups > 1)
+                rows = dims[tok] * batch / groups
+                break
+        for tok, (x, y) in () if key is not None else (("m", ("k", "n")), ("k", ("m", "n")), ("n", ("m", "k"))):
             shape = frozenset((dims[x], dims[y]))
             if shape in self.weight_shapes and dims[tok] not in (dims[x], dims[y]):
                 quant, adapter = self.weight_shapes[shape]
+                quant = quant and groups == 1  # a grouped product's weight is a 3-D expert tensor: no nn.Linear to replace
                 key = (self.phase, *sorted((dims[x], dims[y])), quant, adapter, groups > 1)
                 rows = dims[tok] * batch / groups  # token rows each expert's product sees
                 break
@@ -344,9 +357,18 @@ def _mode(c: _Counter) -> Any:
 
 def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
     """{in, out} of every weight matrix -> (a decoder projection quantization replaces, a LoRA matrix)."""
+    shapes: dict[frozenset, tuple[bool, bool]] = {}
+    for shape, quant, adapter in _weights(model).values():
+        shapes.setdefault(frozenset(shape), (quant, adapter))
+    return shapes
+
+
+def _weights(model: Any) -> dict[int, tuple[tuple[int, int], bool, bool]]:
+    """Storage of every weight matrix -> ((in, out) sorted, a decoder projection quantization replaces, a LoRA matrix), in
+    module order (where two weights share a shape, ``_weight_shapes`` names it after the first)."""
     import torch
 
-    shapes: dict[frozenset, tuple[bool, bool]] = {}
+    weights: dict[int, tuple[frozenset, bool, bool]] = {}
     for name, mod in model.named_modules():
         w = getattr(mod, "weight", None)
         # PEFT's LoRA wrapper forwards ``weight`` to its base_layer, the projection itself, which follows it here: the
@@ -356,11 +378,11 @@ def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
             continue
         adapter = ".lora_" in name
         quant = isinstance(mod, torch.nn.Linear) and in_block(name) and not adapter and "lm_head" not in name
-        shapes.setdefault(frozenset(w.shape[-2:]), (quant, adapter))
+        weights.setdefault(w.untyped_storage()._cdata, (tuple(sorted(w.shape[-2:])), quant, adapter))
     for name, p in model.named_parameters():  # fused expert tensors (E, out, in) are parameters, not Linears
         if p.dim() == 3:
-            shapes.setdefault(frozenset(p.shape[-2:]), (False, False))
-    return shapes
+            weights.setdefault(p.untyped_storage()._cdata, (tuple(sorted(p.shape[-2:])), False, False))
+    return weights
 
 
 def _layer_linear_names(model: Any, attention_only: bool = False) -> list[str]:
@@ -660,7 +682,7 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
 
     params = [p for p in model.parameters()]
     keys = {p.untyped_storage()._cdata for p in params} | {b.untyped_storage()._cdata for b in model.buffers()}
-    c = _Counter(keys, _weight_shapes(model), {tuple(p.shape) for p in params if p.requires_grad})
+    c = _Counter(keys, _weight_shapes(model), {tuple(p.shape) for p in params if p.requires_grad}, _weights(model))
     hooks = [p.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", None)) for p in params if p.requires_grad]
     def shift(d: int) -> Any:
         return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
