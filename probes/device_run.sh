@@ -6,7 +6,7 @@
 set -u
 start=$(date +%s)
 bash probes/device_wheels.sh || exit 1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 ADVISOR_HOME=/tmp/advisor-home  # the harness finds the advisor's data there: no platformdirs on the device
 name=$1; grid=$2; shift 2
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; free -g | head -2
 cat /sys/fs/cgroup/memory.max 2>/dev/null

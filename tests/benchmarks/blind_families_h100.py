@@ -20,7 +20,7 @@ GRID, DATE = "h100-blind-families-3", "2026-12-07"
 NEVER_RUN = ("ministral-", "dots1-", "nemotronh-")  # id fragments of the model types no grid had run
 
 
-def by_group(pairs: list[Pair]) -> None:
+def by_group(label: str, pairs: list[Pair]) -> None:
     groups: dict[str, list[float]] = {"never run anywhere": [], "run on H200s only": []}
     for p, m in pairs:
         if not m.get("tokens_per_s"):
@@ -30,7 +30,7 @@ def by_group(pairs: list[Pair]) -> None:
         groups["never run anywhere" if never else "run on H200s only"].append(p["tokens_per_s"] / m["tokens_per_s"] - 1)
     for g, es in groups.items():
         if es:
-            print(f"  {g}: tokens/s MAPE {100 * statistics.mean(map(abs, es)):.1f}% "
+            print(f"  {label}, {g}: tokens/s MAPE {100 * statistics.mean(map(abs, es)):.1f}% "
                   f"(mean signed {100 * statistics.mean(es):+.1f}%, n={len(es)})")
 
 
@@ -41,8 +41,9 @@ def main() -> None:
                                    ("with the bundled h100x1 profile", "-bundled-profile", "h100x1"),
                                    ("with the profile of the lease it ran on", "-profile", fresh)):
         print(f"== one H100, {label}")
-        stored, _ = compare(runs, [f"{GRID}-predictions{suffix}-{DATE}.jsonl"], profile)
-        by_group(stored)
+        stored, today = compare(runs, [f"{GRID}-predictions{suffix}-{DATE}.jsonl"], profile)
+        by_group("stored", stored)
+        by_group("today", today)
         print()
 
 
