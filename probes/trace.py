@@ -127,14 +127,17 @@ def _from_config(cfg: Any, **kw: Any) -> Any:
 class _Counter:
     """Everything the dispatch mode counts during one step (the mode itself is built in ``_mode``)."""
 
-    def __init__(self, param_keys: set[int], weight_shapes: dict[frozenset, tuple[bool, bool]],
-                 grad_shapes: set[tuple[int, ...]] = frozenset(),
-                 weight_storages: dict[int, tuple[tuple[int, int], bool, bool]] | None = None):
+    def __init__(self, param_keys: set[int], weights: dict[int, tuple[tuple[int, int], bool, bool]],
+                 grad_shapes: set[tuple[int, ...]] = frozenset()):
         self.phase = "fwd"
         # a product whose operand is a weight is told by that weight's storage; its shape alone can be another weight's
         # (Granite-3.0-3B-A800M: an expert's 1536 x 512 is the k/v projections', so expert products were priced as 4-bit
-        # projections under QLoRA: trace schema 25). Weight gradients multiply no weight: their shape tells them
-        self.weight_storages = weight_storages or {}  # storage -> ((in, out) sorted, quantizable, adapter)
+        # projections under QLoRA: trace schema 25). Weight gradients multiply no weight: their shape tells them, named
+        # after the first weight of that shape in module order
+        self.weight_storages = weights  # storage -> ((in, out) sorted, quantizable, adapter)
+        weight_shapes: dict[frozenset, tuple[bool, bool]] = {}
+        for shape, quant, adapter in weights.values():
+            weight_shapes.setdefault(frozenset(shape), (quant, adapter))
         self.grad_shapes = grad_shapes  # a backward output of a trained parameter's shape is its gradient: a model
         # state the memory model counts per ZeRO stage, not an activation
         self.param_keys = param_keys
@@ -355,20 +358,12 @@ def _mode(c: _Counter) -> Any:
     return Mode()
 
 
-def _weight_shapes(model: Any) -> dict[frozenset, tuple[bool, bool]]:
-    """{in, out} of every weight matrix -> (a decoder projection quantization replaces, a LoRA matrix)."""
-    shapes: dict[frozenset, tuple[bool, bool]] = {}
-    for shape, quant, adapter in _weights(model).values():
-        shapes.setdefault(frozenset(shape), (quant, adapter))
-    return shapes
-
-
 def _weights(model: Any) -> dict[int, tuple[tuple[int, int], bool, bool]]:
     """Storage of every weight matrix -> ((in, out) sorted, a decoder projection quantization replaces, a LoRA matrix), in
-    module order (where two weights share a shape, ``_weight_shapes`` names it after the first)."""
+    module order (where two weights share a shape, ``_Counter`` names the shape after the first)."""
     import torch
 
-    weights: dict[int, tuple[frozenset, bool, bool]] = {}
+    weights: dict[int, tuple[tuple[int, int], bool, bool]] = {}
     for name, mod in model.named_modules():
         w = getattr(mod, "weight", None)
         # PEFT's LoRA wrapper forwards ``weight`` to its base_layer, the projection itself, which follows it here: the
@@ -682,7 +677,7 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
 
     params = [p for p in model.parameters()]
     keys = {p.untyped_storage()._cdata for p in params} | {b.untyped_storage()._cdata for b in model.buffers()}
-    c = _Counter(keys, _weight_shapes(model), {tuple(p.shape) for p in params if p.requires_grad}, _weights(model))
+    c = _Counter(keys, _weights(model), {tuple(p.shape) for p in params if p.requires_grad})
     hooks = [p.register_post_accumulate_grad_hook(lambda p: setattr(p, "grad", None)) for p in params if p.requires_grad]
     def shift(d: int) -> Any:
         return lambda *_: setattr(c, "in_adapter", c.in_adapter + d)
