@@ -21,6 +21,7 @@ from typing import Any
 from advisor.traces import (BUNDLED_TRACES, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read,
                             sliding_window)
 from knowledge.catalog import kv_groups, models, resolve_model
+from knowledge.errors import AdvisorError
 from knowledge.paths import BUNDLED, advisor_home
 from knowledge.traces import TraceVariant
 
@@ -60,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         from probes.hf_model import config_dict
         from probes.trace import config_hash
 
-        wanted = {config_hash(config_dict(resolve_model(f))) for f in args.only}
+        try:
+            wanted = {config_hash(config_dict(resolve_model(f))) for f in args.only}
+        except AdvisorError as e:
+            print(f"--only: {e}")
+            return 2
         configs = {h: c for h, c in configs.items() if h in wanted}
     jobs: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     for h, config in configs.items():
