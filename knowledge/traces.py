@@ -17,7 +17,7 @@ from pydantic import Field
 
 from knowledge.schema import Projection, Strict
 
-TRACE_SCHEMA = 25  # 25: a product is told by its weight operand's storage, its shape only where no weight is an operand (a weight gradient): Granite-MoE's experts share the k/v projections' shape and were priced as 4-bit projections; 24: a LoRA-adapted projection is a projection quantization replaces (PEFT's wrapper had hidden it); 23: kernels as a GPU launches each operator (a sort 22, an accumulating index_put 20, a slice's backward 2: knowledge.op_launches); 22: strided kernels' offset work apart (output elements x dimensions x operands: Mamba-2's 6-D broadcasts); 21: the largest single allocation inside a decoder layer's forward (what the caching allocator must find free again for the next layer); 20: softmax and its backward with them (row passes, not streamed); 19: the bytes of kernels off the vectorized path apart (strided: broadcasts, non-contiguous operands, concatenations, outer reductions); 18: bitsandbytes replaces a linear subclass too (Falcon's QLoRA projections go through F.linear, released under ZeRO-3); 17: a linear subclass with a product of its own (Falcon: @ weight.T) holds its gathered weight under ZeRO-3; 16: expm1, log, log1p, reciprocal in fp32 under autocast, as a GPU runs them (xIELU); 15: parameters a saved view holds (ZeRO-3 keeps their gathered copy: MoE experts); 14: torch.square in fp32 under autocast, as a GPU runs it (pow); 13: lists of layer numbers cut as numbers (Llama-4's moe_layers: read as one entry per layer, its longer cut was half dense); 12: a scan with a chunk longer than the traced steps (Mamba-2's 256) traced at 2, 3 and 4 chunks; 11: a long pattern's extra layer of a kind placed after the others (behind a trained layer), a config.json without layer_types cut with the whole model's (Gemma-3's full-attention layer); 10: the parameters the code reads outside their modules' forward (ZeRO-3 leaves them partitioned); 9: dropout as CUDA fuses it (one kernel, a 1-byte mask); 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
+TRACE_SCHEMA = 26  # 26: a model's layers before its first trained one run no backward (Nemotron-H's Mamba-2 and MoE layers under LoRA on attention: ``layers_without_backward``), the head part signed (it had dropped what its own layers lack of an average one), the base cut's peak alone where the model is no longer, and under recomputation LoRA's input needs a gradient as PEFT makes it; 25: a product is told by its weight operand's storage, its shape only where no weight is an operand (a weight gradient): Granite-MoE's experts share the k/v projections' shape and were priced as 4-bit projections; 24: a LoRA-adapted projection is a projection quantization replaces (PEFT's wrapper had hidden it); 23: kernels as a GPU launches each operator (a sort 22, an accumulating index_put 20, a slice's backward 2: knowledge.op_launches); 22: strided kernels' offset work apart (output elements x dimensions x operands: Mamba-2's 6-D broadcasts); 21: the largest single allocation inside a decoder layer's forward (what the caching allocator must find free again for the next layer); 20: softmax and its backward with them (row passes, not streamed); 19: the bytes of kernels off the vectorized path apart (strided: broadcasts, non-contiguous operands, concatenations, outer reductions); 18: bitsandbytes replaces a linear subclass too (Falcon's QLoRA projections go through F.linear, released under ZeRO-3); 17: a linear subclass with a product of its own (Falcon: @ weight.T) holds its gathered weight under ZeRO-3; 16: expm1, log, log1p, reciprocal in fp32 under autocast, as a GPU runs them (xIELU); 15: parameters a saved view holds (ZeRO-3 keeps their gathered copy: MoE experts); 14: torch.square in fp32 under autocast, as a GPU runs it (pow); 13: lists of layer numbers cut as numbers (Llama-4's moe_layers: read as one entry per layer, its longer cut was half dense); 12: a scan with a chunk longer than the traced steps (Mamba-2's 256) traced at 2, 3 and 4 chunks; 11: a long pattern's extra layer of a kind placed after the others (behind a trained layer), a config.json without layer_types cut with the whole model's (Gemma-3's full-attention layer); 10: the parameters the code reads outside their modules' forward (ZeRO-3 leaves them partitioned); 9: dropout as CUDA fuses it (one kernel, a 1-byte mask); 8: kernels launched per token of the sequence (a scan over chunks), attention dropout inside the fused kernel, heads over 256 apart (the memory-efficient kernel's generic path); 7: the bytes of eager attention's products; 6: a decoder block is any numbered block (Falcon's h.0: its projections are quantized, hooked, counted); 5: products that run in fp32 apart (SDPA's math path, fp32 experts); 4: the layer pattern as transformers derives it (Gemma-2 alternates sliding and full without layer_types in its config.json); 2: traced under bf16 autocast (adapters' inputs saved as bf16, as real runs save them); 3: irregular bytes
 
 
 class Poly(Strict):
@@ -151,6 +151,9 @@ class ArchTrace(Strict):
     largest_layer_alloc_bytes: Poly = Poly()
     params: ParamTrace
     attention_used: Literal["sdpa", "eager"] = "sdpa"  # what the model ran: a family without SDPA runs eager
+    # the model's first layers, before its first layer that trains, whose input needs no gradient (LoRA on attention
+    # projections of a hybrid: the Mamba-2 and MoE layers before the first attention layer): no backward, nothing saved
+    layers_without_backward: int = Field(default=0, ge=0)
     # parameters the model's code reads outside the forward of every module holding them (layer numbers as N): ZeRO-3
     # gathers a parameter only inside such a forward, so under it the step reads an empty shard and crashes
     params_outside_module: dict[str, int] = {}  # name -> elements
@@ -159,18 +162,20 @@ class ArchTrace(Strict):
 
     def head(self) -> Part:
         """Everything but the decoder layers: embedding, final norm, LM head, loss (and a dense prefix beyond the
-        pattern's average): the base cut less its layers."""
+        pattern's average): the base cut less its layers priced as average ones. Signed: where the base cut's own
+        layers do less than average ones (a dense prefix's layers have no experts; layers before the first trained one
+        run no backward) the head is negative there, so that head + layers x layer is the whole model."""
         r, k = self.rest, float(self.rest_layers)
-        layer = {(g.phase, g.k, g.n, g.quantizable, g.adapter, g.grouped): g for g in self.layer.gemms}
-        gemms = []
-        for g in r.gemms:
-            lg = layer.get((g.phase, g.k, g.n, g.quantizable, g.adapter, g.grouped))
-            calls = g.calls - (k * lg.calls if lg else 0.0)
-            if calls > 1e-9:
-                flops = g.flops.plus(lg.flops, -k) if lg else g.flops
-                gemms.append(g.model_copy(update={"calls": calls, "flops": flops}))
-        return Part(gemms=gemms, **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in Part.polys()},
-                    **{f: max(0.0, getattr(r, f) - k * getattr(self.layer, f)) for f in Part.counts()})
+        gemms = {(g.phase, g.k, g.n, g.quantizable, g.adapter, g.grouped): g for g in r.gemms}
+        for lg in self.layer.gemms:
+            key = (lg.phase, lg.k, lg.n, lg.quantizable, lg.adapter, lg.grouped)
+            g = gemms.get(key)
+            calls = (g.calls if g else 0.0) - k * lg.calls
+            flops = g.flops.plus(lg.flops, -k) if g else Poly().plus(lg.flops, -k)
+            gemms[key] = (g or lg).model_copy(update={"calls": calls, "flops": flops})
+        return Part(gemms=[g for g in gemms.values() if abs(g.calls) > 1e-9],
+                    **{f: getattr(r, f).plus(getattr(self.layer, f), -k) for f in Part.polys()},
+                    **{f: getattr(r, f) - k * getattr(self.layer, f) for f in Part.counts()})
 
     def projections(self, top_k: int, vocab: int) -> list[Projection]:
         """The forward projections of one average decoder layer: the layer's own, and those of the layers inside

@@ -8,6 +8,7 @@ head and loss is the forward pass the step-time model predicts. Used by the app'
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from knowledge.efficiency import Efficiencies
@@ -103,6 +104,9 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     b, n = case.micro_batch_size, case.seq_len
     T = s.tokens
     bw = c.memory_bps * eff.trace_gemm_bytes_eff
+    # a layer's quantities are never below zero (a polynomial through three lengths can dip); the head's are signed
+    # (``ArchTrace.head``: less than average layers where the base cut's own layers do less), so it is priced linearly
+    pos = (lambda x: max(x, 0.0)) if per_layer else (lambda x: x)  # noqa: E731
     w_bytes = QUANT_BYTES[case.quantization]
     shapes: dict[tuple, dict[str, float]] = {}
     for g in part.gemms:
@@ -114,7 +118,7 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
         gemm = flops / (c.matmul_flops * trace_gemm_efficiency(rows, eff) * alignment_factor(g.k, g.n, g.phase == "bwd", eff))
         weight_bytes = g.k * g.n * g.calls * (w_bytes if quant else 2.0)
         nbytes = weight_bytes + 2.0 * rows * (g.k + g.n) * g.calls
-        t = max(gemm, nbytes / bw)
+        t = math.copysign(max(abs(gemm), abs(nbytes) / bw), g.calls)  # the head's negative calls: the same per call
         if quant and case.quantization == "int8":
             t *= eff.int8_matmul_slowdown
         elif quant and case.quantization == "nf4":
@@ -129,24 +133,25 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
            for (k, nn, q, a, e), d in sorted(shapes.items())]
     att_f, att_b = part.attention_flops_fwd.at(b, n), part.attention_flops_bwd.at(b, n)
     fused = case.flash_attention and s.trace is not None and s.trace.attention_used == "sdpa"
-    if att_f > 0:
+    if att_f > 0 or (not per_layer and (att_f or att_b)):
         if fused:
             rate = c.matmul_flops * eff.attention_eff * head_size_factor(s.arch.head_size, eff)
-            masked_f = max(part.masked_attention_flops_fwd.at(b, n), 0.0)
-            masked_b = max(part.masked_attention_flops_bwd.at(b, n), 0.0)
+            masked_f = pos(part.masked_attention_flops_fwd.at(b, n))
+            masked_b = pos(part.masked_attention_flops_bwd.at(b, n))
             slow = 1.0 / eff.masked_attention_factor - 1.0  # the masked share runs the slower kernel
-            wide_f = max(part.wide_attention_flops_fwd.at(b, n), 0.0)  # heads over 256: the generic path, at its own rate
-            wide_b = max(part.wide_attention_flops_bwd.at(b, n), 0.0)
+            wide_f = pos(part.wide_attention_flops_fwd.at(b, n))  # heads over 256: the generic path, at its own rate
+            wide_b = pos(part.wide_attention_flops_bwd.at(b, n))
             t_f = (att_f - wide_f + slow * masked_f) / rate + wide_f / (c.matmul_flops * eff.wide_head_attention_fwd_eff)
             t_b = (att_b - wide_b + slow * masked_b) / rate + wide_b / (c.matmul_flops * eff.wide_head_attention_bwd_eff)
         else:  # eager: the score products are batched GEMMs over s x s tiles, bound by FLOPs or by the scores' bytes
             rate = c.matmul_flops * trace_gemm_efficiency(T, eff)
-            att_bytes_f, att_bytes_b = max(part.attention_bytes_fwd.at(b, n), 0.0), max(part.attention_bytes_bwd.at(b, n), 0.0)
-            t_f, t_b = max(att_f / rate, att_bytes_f / bw), max(att_b / rate, att_bytes_b / bw)
+            att_bytes_f, att_bytes_b = pos(part.attention_bytes_fwd.at(b, n)), pos(part.attention_bytes_bwd.at(b, n))
+            t_f = math.copysign(max(abs(att_f) / rate, abs(att_bytes_f) / bw), att_f)
+            t_b = math.copysign(max(abs(att_b) / rate, abs(att_bytes_b) / bw), att_b)
         ops.append(Operator("attention (fused)" if fused else "attention QKᵀ, AV (eager)", "attention",
                             att_f, 0.0, t_f, per_layer, t_b))
-    f32_f, f32_b = max(part.fp32_flops_fwd.at(b, n), 0.0), max(part.fp32_flops_bwd.at(b, n), 0.0)
-    if f32_f + f32_b > 0 and c.fp32_flops > 0:  # SDPA's math path upcasts to fp32; fp32 experts: CUDA cores
+    f32_f, f32_b = pos(part.fp32_flops_fwd.at(b, n)), pos(part.fp32_flops_bwd.at(b, n))
+    if (f32_f or f32_b) and c.fp32_flops > 0:  # SDPA's math path upcasts to fp32; fp32 experts: CUDA cores
         rate = c.fp32_flops * eff.fp32_gemm_eff
         ops.append(Operator("fp32 products (CUDA cores)", "matmul", f32_f, 0.0, f32_f / rate, per_layer, f32_b / rate))
     # memory-bound kernels: contiguous ones stream (a bandwidth-bound and a small SM-bound share per byte), strided ones
@@ -159,10 +164,11 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     def memory_bound_s(phase: str) -> tuple[float, float]:
         """(bytes, seconds) of one pass's memory-bound kernels: contiguous bytes, strided ones (per byte and per
         element-dimension of their offset work), and the indexed ones' extra."""
-        moved = max(getattr(part, f"other_bytes_{phase}").at(b, n), 0.0)
-        st = min(max(getattr(part, f"strided_bytes_{phase}").at(b, n), 0.0), moved)
-        offsets = max(getattr(part, f"strided_elem_dims_{phase}").at(b, n), 0.0)
-        indexed = max(getattr(part, f"irregular_bytes_{phase}").at(b, n), 0.0)
+        moved = pos(getattr(part, f"other_bytes_{phase}").at(b, n))
+        st = pos(getattr(part, f"strided_bytes_{phase}").at(b, n))
+        st = min(st, moved) if per_layer else st
+        offsets = pos(getattr(part, f"strided_elem_dims_{phase}").at(b, n))
+        indexed = pos(getattr(part, f"irregular_bytes_{phase}").at(b, n))
         return moved, (moved - st) * per_byte_s + st * per_strided_s + offsets * per_elem_dim_s + indexed * per_irregular_s
 
     (ew_f, t_f), (_, t_b) = memory_bound_s("fwd"), memory_bound_s("bwd")

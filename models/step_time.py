@@ -75,6 +75,9 @@ class _Pass:
     kernels: float  # forward kernels launched, in a Llama layer's kind (what kernel_time_s is fitted per)
     extra_fwd: float = 0.0  # traced kernels beyond a Llama layer's: forward
     extra_bwd: float = 0.0  # ... and backward (a recomputed forward's included)
+    # the forward kernels whose backward runs: all but those of the layers before the first trained one (their input
+    # needs no gradient: ``ArchTrace.layers_without_backward``); None: ``kernels``
+    backward_kernels: float | None = None
 
 
 def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = False) -> _Pass:
@@ -104,13 +107,16 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
         per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         rest = KERNELS_HEAD
     kernels = (per_layer + KERNELS_PER_QUANT_LINEAR * quant_linears) * a.num_hidden_layers
-    extra_fwd, extra_bwd = extra_fwd * a.num_hidden_layers, extra_bwd * a.num_hidden_layers
+    backward = a.num_hidden_layers - (s.trace.layers_without_backward if s.trace is not None else 0)
+    backward_kernels = kernels * backward / a.num_hidden_layers
+    extra_fwd, extra_bwd = extra_fwd * a.num_hidden_layers, extra_bwd * backward
     if not layers_only:
         fwd += sum(op.time_s for op in ops if not op.per_layer)
         bwd += sum(op.backward_s for op in ops if not op.per_layer)
         kernels += rest
+        backward_kernels += rest
         extra_fwd, extra_bwd = extra_fwd + extra_head_fwd, extra_bwd + extra_head_bwd
-    return _Pass(fwd, bwd, kernels, extra_fwd, extra_bwd)
+    return _Pass(fwd, bwd, kernels, extra_fwd, extra_bwd, backward_kernels)
 
 
 def _extra_kernels(part: Part, beyond: float, seq: int) -> tuple[float, float]:
@@ -241,7 +247,8 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> t
     # a bf16 projection call costs the host one traced kernel each way, the unit bitsandbytes' extra is measured in
     bnb_fwd, bnb_bwd = bnb_host_calls(s)
     fwd = (full.kernels + bnb_fwd) * per_kernel + full.extra_fwd * extra
-    bwd = (full.kernels + bnb_bwd) * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
+    backward_kernels = full.kernels if full.backward_kernels is None else full.backward_kernels
+    bwd = (backward_kernels + bnb_bwd) * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
     if case.recompute:  # the checkpointed forward runs again (its extra kernels: in extra_bwd)
         bwd += (layers.kernels + bnb_fwd) * per_kernel * eff.recompute_dispatch_factor
     if case.engine == "deepspeed" and s.zero in (1, 2):

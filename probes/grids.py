@@ -2399,6 +2399,38 @@ def _h100_blind_3(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _h100_frozen_prefix(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-12-07, twenty-sixth), on one H100, after trace schema 26 (a model's layers before its first
+    trained one run no backward: Nemotron-H's defaults under LoRA had run at 23.7k tokens/s and 20.5 GiB, predicted
+    10.2k and 35.9): two Nemotron-H layer patterns never run (24 layers of Mamba-2, MLP and attention without a short
+    period, its first attention layer the eighth: seven layers without backward, traced one layer per kind; 12 layers
+    repeating Mamba-2, MoE, Mamba-2, attention, MLP: three), the defaults at 4k and under QLoRA, the same with
+    recomputation (every layer runs backward: PEFT makes the input need a gradient), Qwen3-Next and Qwen3.5 (three
+    delta-net layers before the first attention one) under DeepSpeed, Gemma-4 at 8k predicted at 73.9 GiB (p_oom 47%:
+    its 4k run at a predicted 72.4 ran), and
+    Granite-3.0-3B-A800M's QLoRA of grid h100-blind-families-3 again (how fast this lease's host runs the same case).
+    Stored before they run."""
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 120, "flash_attention": True, "gpus": 1}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    lora, qlora = {"method": "lora"}, {"method": "qlora", "quantization": "nf4"}
+
+    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", "finetune", **{**run, **kw})
+
+    return [
+        k("nh24-lora-pt-mb1-s2k", "nemotron-h-24l", micro_batch_size=1, seq_len=2048, **lora, **pt),
+        k("nh12-lora-pt-mb1-s2k", "nemotron-h-12l", micro_batch_size=1, seq_len=2048, **lora, **pt),
+        k("nh4-lora-pt-mb1-s4k", "nemotron-h-defaults", micro_batch_size=1, seq_len=4096, **lora, **pt),
+        k("nh4-qlora-pt-mb1-s2k", "nemotron-h-defaults", micro_batch_size=1, seq_len=2048, **qlora, **pt),
+        k("nh24-lora-ds-z2-rc-mb1-s2k", "nemotron-h-24l", micro_batch_size=1, seq_len=2048, zero_stage=2,
+          recompute=True, **lora, **ds),
+        k("qnext-lora-ds-z2-mb1-s4k", "qwen3-next-12l", micro_batch_size=1, seq_len=4096, zero_stage=2, **lora, **ds),
+        k("q35-lora-ds-z2-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, zero_stage=2, **lora, **ds),
+        k("gemma4-lora-pt-mb1-s8k", "gemma-4-text", micro_batch_size=1, seq_len=8192, **lora, **pt),
+        k("granitemoe-qlora-pt-mb2-s1k", "granite-3.0-3b-a800m", micro_batch_size=2, seq_len=1024, **qlora, **pt),
+    ]
+
+
 def _qlora_case(hw: str, prefix: str) -> Any:
     """Cases of the QLoRA host checks: one GPU, PyTorch, SDPA, QLoRA unless the keywords say otherwise; ``model`` a
     config.json under ``CONFIGS`` by its stem."""
@@ -2459,7 +2491,8 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
+GRIDS: dict[str, Any] = {"h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
+                         "h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
                          "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
                          "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),
                          "h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),

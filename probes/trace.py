@@ -168,6 +168,7 @@ class _Counter:
         self.peak = 0.0
         self.in_layer = 0  # > 0 while a decoder layer's forward runs (a recomputed one in backward too)
         self.largest_in_layer = 0.0  # the largest single allocation made there (``ArchTrace.largest_layer_alloc_bytes``)
+        self.layer_grads: list[tuple[bool, bool]] = []  # per decoder layer, in order: (it trains, its output needs grad)
         self._refs: dict[int, Any] = {}
 
     def track(self, t: Any) -> None:
@@ -433,6 +434,8 @@ def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: li
         from probes.hf_model import enable_recompute
 
         enable_recompute(model)
+        if v.trains == "adapters":  # as probes.hf_model.apply_method (and PEFT under checkpointing) make it
+            model.enable_input_require_grads()
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     with fake:
         model = model.to_empty(device="cpu")
@@ -697,7 +700,9 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
             holders[p.untyped_storage()._cdata].add(id(mod))
         hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
         if _LAYER.search(name):  # a decoder layer itself (``model.layers.3``)
-            hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1))]
+            hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1)),
+                      mod.register_forward_hook(functools.partial(_note_grad, c, any(q.requires_grad
+                                                                                  for q in mod.parameters())))]
     names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
     c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}
     for mod in model.modules():  # kernels of PEFT's LoRA wrappers beyond their base layer's, told apart
@@ -720,7 +725,17 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
             del loss
     for h in hooks:
         h.remove()
-    return {"c": c, "saved": saved, "peak": c.peak, "outside": c.outside, "retained": retained.elements()}
+    return {"c": c, "saved": saved, "peak": c.peak, "outside": c.outside, "retained": retained.elements(),
+            "layer_grads": c.layer_grads}
+
+
+def _note_grad(c: _Counter, trains: bool, _mod: Any, _args: Any, out: Any) -> None:
+    """A decoder layer's forward ended: whether it trains and whether its output needs a gradient (a layer before
+    the first that trains, whose input needs none, runs no backward and keeps nothing for one). Forward only: a
+    recomputed layer runs its forward again in backward."""
+    if c.phase == "fwd":
+        first = out[0] if isinstance(out, (tuple, list)) else out
+        c.layer_grads.append((trains, bool(getattr(first, "requires_grad", False))))
 
 
 class _Retained:
@@ -973,10 +988,10 @@ def _layer_name(name: str) -> str:
 
 
 def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: list[int] | None = None
-         ) -> tuple[dict[str, Any], dict[str, float], str, set[tuple[str, int]]]:
+         ) -> tuple[dict[str, Any], dict[str, float], str, set[tuple[str, int]], list[tuple[bool, bool]]]:
     """One cut of ``n`` layers (the model's layers ``layer_index`` when given, else its first) traced at the variant's
-    three lengths: its polynomials, its parameters, the attention it ran, and the parameters it read outside the
-    forward of every module that holds them."""
+    three lengths: its polynomials, its parameters, the attention it ran, the parameters it read outside the
+    forward of every module that holds them, and per layer (it trains, its output needs a gradient)."""
     model, fake = _build(config, n, variant, layer_index)
     used = model.config._attn_implementation
     lengths = seqs(variant, scan_chunk(config))
@@ -995,7 +1010,7 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
                                f"cannot run ({why}); name the projections instead: {', '.join(names)}") from None
         raise AdvisorError(f"cannot trace model_type {config.get('model_type')!r}: {why}") from None
     return (_part(runs, lengths), {**_params(model), "zero3_retained": max(r["retained"] for r in runs)}, used,
-            set().union(*(r["outside"] for r in runs)))
+            set().union(*(r["outside"] for r in runs)), runs[0]["layer_grads"])
 
 
 def _failing_adapter(model: Any, tb: Any) -> str | None:
@@ -1033,6 +1048,55 @@ def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | 
     return kinds, {i: sig.count(sig[i]) / len(sig) for i in kinds}
 
 
+def _signatures(config: dict[str, Any]) -> list[tuple]:
+    from probes.hf_model import layer_signatures
+
+    return layer_signatures(config)
+
+
+def _frozen_prefix(config: dict[str, Any], cut_layers: list[int], grads: list[tuple[bool, bool]]) -> int:
+    """Layers of the whole model that run no backward: those before its first layer of a kind that trains, where the
+    cut's first layer's input needs no gradient (LoRA on the attention projections of a hybrid: the Mamba and MoE
+    layers before its first attention layer; under recomputation the input needs one, as PEFT makes it). 0 where every
+    layer runs backward. ``grads``: the cut's layers (the model's ``cut_layers``), each (trains, output needs grad)."""
+    if not grads or grads[0][1]:
+        return 0
+    sig = _signatures(config)
+    trained = {sig[i] for i, (trains, _) in zip(cut_layers, grads) if trains}
+    return next((i for i, s in enumerate(sig) if s in trained), len(sig))
+
+
+def _backward_of(cut: dict[str, Any]) -> dict[str, Any]:
+    """What a layer's backward adds to a cut (its backward products and kernels, what it saves for them): the part of a
+    layer that one before the first trained layer does not run."""
+    out: dict[str, Any] = {}
+    for field, value in cut.items():
+        if field == "gemms":
+            out[field] = {k: g for k, g in value.items() if k[0] == "bwd"}
+        elif field.endswith("_bwd") or field == "saved_bytes":
+            out[field] = value
+        else:
+            out[field] = Poly() if isinstance(value, Poly) else 0.0
+    return out
+
+
+def _frozen_terms(config: dict[str, Any], kinds: list[int], grads: list[tuple[bool, bool]], frozen: int,
+                  a: dict[str, Any], more: list[dict[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
+    """The terms that take the backward of the whole model's ``frozen`` first layers out of a long pattern's rest, and
+    put back that of the base cut's own layers before its first trained one (each kind's layer, the difference of its
+    longer cut, ran behind a trained layer)."""
+    if not frozen:
+        return []
+    sig = _signatures(config)
+    a_frozen = next((j for j, (_, needs) in enumerate(grads) if needs), len(grads))
+    terms = []
+    for j, (k, m) in enumerate(zip(kinds, more)):
+        coef = float(j < a_frozen) - sum(1.0 for i in range(frozen) if sig[i] == sig[k])
+        if coef:
+            terms.append((coef, _backward_of(_lincomb([(1.0, m), (-1.0, a)]))))
+    return terms
+
+
 def _one_more(config: dict[str, Any], kinds: list[int]) -> list[list[int]]:
     """For each kind, the layers of a cut with one more layer of it: after the others, as most of a model's layers are
     (behind a trained one, they keep what autograd needs for the input's gradient: Qwen3.5's delta-net layers, frozen
@@ -1044,7 +1108,9 @@ def _one_more(config: dict[str, Any], kinds: list[int]) -> list[list[int]]:
 
     def order(k: int) -> list[int]:
         last = kinds + [k]
-        cut = {**config_from_dict(config, len(last), layer_index=last).to_dict(), "model_type": config["model_type"]}
+        # NemotronH's to_dict leaves out num_hidden_layers (derived from its layers_block_type)
+        cut = {"num_hidden_layers": len(last), **config_from_dict(config, len(last), layer_index=last).to_dict(),
+               "model_type": config["model_type"]}
         return last if layer_signatures(cut) == [sig[i] for i in last] else [k] + kinds
 
     return [order(k) for k in kinds]
@@ -1060,36 +1126,46 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     layers, base, p = layer_plan(config)
     typed = layer_kinds(config)
     if typed is None:  # a one-period and a two-period cut: the layer is their difference over the period
-        (a, pa, used, outside), (b, pb, _, more_outside) = (_cut(config, n, variant) for n in (base, base + p))
+        (a, pa, used, outside, grads), (b, pb, _, more_outside, _) = (_cut(config, n, variant) for n in (base, base + p))
         outside |= more_outside
         layer, rest = _layer_part(a, b, p), _whole_part(a)
         per_layer = {k: (pb[k] - pa[k]) / p for k in pa}
-        cuts, base_params = (a, b), pa
+        # the base cut's first layers are the model's, a frozen prefix included: rest + (layers - base) x layer is the
+        # whole model as it is. The longer cut's second period runs behind a trained layer, which a model no longer
+        # than the base cut never does (Nemotron-H's four layers under LoRA on attention: its Mamba-2 layer's backward,
+        # 20 GiB of temporaries, was taken for the peak of a step that runs none)
+        frozen = _frozen_prefix(config, list(range(base)), grads)
+        cuts, base_params, peaked = (a, b), pa, ((a, b) if layers > base else (a,))
     else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
         kinds, share = typed
-        a, pa, used, outside = _cut(config, len(kinds), variant, kinds)
+        a, pa, used, outside, grads = _cut(config, len(kinds), variant, kinds)
         more = [_cut(config, len(kinds) + 1, variant, order) for order in _one_more(config, kinds)]
         outside = outside.union(*(m[3] for m in more))
         avg = _lincomb([(share[k], m[0]) for k, m in zip(kinds, more)] + [(-1.0, a)])  # the model's average layer
         layer = _layer_part(_lincomb([(0.0, a)]), avg, 1)
-        # the base cut's own layers replaced by average ones: rest + (layers - base) x layer is then the whole model
-        rest = _whole_part(_lincomb([(1.0 + len(kinds), a)] + [(-1.0, m[0]) for m in more] + [(float(len(kinds)), avg)]))
+        frozen = _frozen_prefix(config, kinds, grads)
+        # the base cut's own layers replaced by average ones: rest + (layers - base) x layer is then the whole model,
+        # less the backward of the layers before the first that trains (each kind's layer ran behind a trained one)
+        rest = _whole_part(_lincomb([(1.0 + len(kinds), a)] + [(-1.0, m[0]) for m in more] + [(float(len(kinds)), avg)]
+                                    + _frozen_terms(config, kinds, grads, frozen, a, [m[0] for m in more])))
         per_layer = {key: sum(share[k] * (m[1][key] - pa[key]) for k, m in zip(kinds, more)) for key in pa}
         base = len(kinds)
         base_params = {key: (1 + base) * pa[key] - sum(m[1][key] for m in more) + base * per_layer[key] for key in pa}
         cuts = (a, *(m[0] for m in more))
+        sig = _signatures(config)
+        peaked = (a, *(m[0] for k, m in zip(kinds, more) if sig[k] in sig[frozen:]))
     extra = layers - base
 
     def whole(k: str) -> int:
         return int(round(base_params[k] + extra * per_layer[k]))
 
     s_top = seqs(variant, scan_chunk(config))[-1]
-    peak = max((c["peak_extra"] for c in cuts), key=lambda x: x.at(1, s_top))
-    largest = max((c["largest_layer_alloc"] for c in cuts), key=lambda x: x.at(1, s_top))
+    peak = max((c["peak_extra"] for c in peaked), key=lambda x: x.at(1, s_top))
+    largest = max((c["largest_layer_alloc"] for c in peaked), key=lambda x: x.at(1, s_top))
     return ArchTrace(
         config_hash=config_hash(config), model_type=str(config["model_type"]), variant=variant, layers=layers,
         rest_layers=base, layer=layer, rest=rest, peak_extra_bytes=peak, largest_layer_alloc_bytes=largest,
-        attention_used="eager" if used == "eager" else "sdpa",
+        attention_used="eager" if used == "eager" else "sdpa", layers_without_backward=frozen,
         params_outside_module=dict(sorted({_layer_name(n): k for n, k in outside}.items())[:8]),
         params=ParamTrace(total=whole("total"), embedding=int(pa["embedding"]), lm_head=int(pa["lm_head"]),
                           quantizable=whole("quantizable"), largest=int(pa["largest"]),
