@@ -2431,6 +2431,35 @@ def _h100_frozen_prefix(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _h100_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """How fast this lease's host runs host-bound steps against earlier leases (2026-12-07, twenty-sixth): cases run
+    before as they ran then (grid h100-weak, 2026-11-23: Llama-2-7B LoRA at 256 tokens, QLoRA at 512, ZeRO-3 LoRA at
+    512, TinyLlama LoRA at 256; grid h100-scan-families-2, 2026-11-27: Qwen3.5 LoRA on q/k/v/o, PyTorch; grid
+    h100-frozen-prefix, earlier today: Qwen3.5 LoRA under ZeRO-2 and Granite-3.0-3B-A800M QLoRA), and TinyLlama's
+    LoRA under ZeRO-2 beside its PyTorch run (the same steps through DeepSpeed's bf16 module, without autocast)."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    lora, qlora = {"method": "lora"}, {"method": "qlora", "quantization": "nf4"}
+    weak = {"_steps": 4, "_warmup": 2, "_timeout_s": 100, "flash_attention": True, "gpus": 1}
+
+    def k(cid: str, model: str, run: dict[str, Any] = weak, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", model, "finetune", **{**run, **kw})
+
+    scan = {**weak, "_steps": 5}
+    return [
+        k("7b-lora-pt-mb1-s256", "llama2-7b", micro_batch_size=1, seq_len=256, **lora, **pt),
+        k("tiny-lora-pt-mb4-s256", "tinyllama-1.1b", micro_batch_size=4, seq_len=256, **lora, **pt),
+        k("tiny-lora-ds-z2-mb4-s256", "tinyllama-1.1b", micro_batch_size=4, seq_len=256, zero_stage=2, **lora, **ds),
+        k("7b-qlora-pt-mb1-s512", "llama2-7b", micro_batch_size=1, seq_len=512, **qlora, **pt),
+        k("7b-lora-ds-z3-mb1-s512", "llama2-7b", micro_batch_size=1, seq_len=512, zero_stage=3, **lora, **ds),
+        k("q35-lora-qkvo-pt-mb1-s2k", CONFIGS + "qwen3.5-text.json", scan, micro_batch_size=1, seq_len=2048,
+          lora_targets=["q_proj", "k_proj", "v_proj", "o_proj"], **lora, **pt),
+        k("q35-lora-ds-z2-mb1-s2k", CONFIGS + "qwen3.5-text.json", {**weak, "_timeout_s": 120}, micro_batch_size=1,
+          seq_len=2048, zero_stage=2, **lora, **ds),
+        k("granitemoe-qlora-pt-mb2-s1k", CONFIGS + "granite-3.0-3b-a800m.json", micro_batch_size=2, seq_len=1024,
+          **qlora, **pt),
+    ]
+
+
 def _qlora_case(hw: str, prefix: str) -> Any:
     """Cases of the QLoRA host checks: one GPU, PyTorch, SDPA, QLoRA unless the keywords say otherwise; ``model`` a
     config.json under ``CONFIGS`` by its stem."""
@@ -2491,7 +2520,8 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
+GRIDS: dict[str, Any] = {"h100-host-reference": lambda: _h100_host_reference("h100x1", "h100hr"),
+                         "h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
                          "h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
                          "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
                          "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),
