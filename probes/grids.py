@@ -2460,6 +2460,34 @@ def _h100_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _h200_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """How fast this lease's host runs host-bound steps against earlier H200 leases (2026-12-07, twenty-sixth: no H100
+    could be had): cases run before as they ran then (Qwen3.5 LoRA on its delta-net projections, grids h200-new-arch
+    and h200-new-arch-2, 2026-11-25; Qwen3-Next's, grid h200-scan-families, 2026-11-27; Granite-3.0-3B-A800M QLoRA,
+    grid h200-qlora-host-check-2, 2026-11-30), each Qwen case's twin under DeepSpeed ZeRO-2 (the same steps through
+    DeepSpeed's bf16 module, without autocast), and Qwen3.5 LoRA on q/k/v/o (three delta-net layers before the first
+    trained one) both ways, as the H100 grid h100-frozen-prefix ran it under ZeRO-2."""
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed", "zero_stage": 2}
+    run = {"_steps": 5, "_warmup": 2, "_timeout_s": 120, "flash_attention": True, "gpus": 1, "method": "lora"}
+    q35_dn = {"lora_targets": ["in_proj_a", "in_proj_b", "in_proj_qkv", "in_proj_z", "out_proj"]}
+    qnext_dn = {"lora_targets": ["in_proj_ba", "in_proj_qkvz", "out_proj"]}
+
+    def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", "finetune", **{**run, **kw})
+
+    return [
+        k("q35-lora-dn-pt-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **q35_dn, **pt),
+        k("q35-lora-dn-ds-z2-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **q35_dn, **ds),
+        k("q35-lora-dn-pt-mb2-s1k", "qwen3.5-text", micro_batch_size=2, seq_len=1024, **q35_dn, **pt),
+        k("qnext-lora-dn-pt-mb1-s2k", "qwen3-next-12l", micro_batch_size=1, seq_len=2048, **qnext_dn, **pt),
+        k("qnext-lora-dn-ds-z2-mb1-s2k", "qwen3-next-12l", micro_batch_size=1, seq_len=2048, **qnext_dn, **ds),
+        k("granitemoe-qlora-pt-mb2-s1k", "granite-3.0-3b-a800m", micro_batch_size=2, seq_len=1024, _steps=4,
+          method="qlora", quantization="nf4", **pt),
+        k("q35-lora-pt-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **pt),
+        k("q35-lora-ds-z2-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **ds),
+    ]
+
+
 def _qlora_case(hw: str, prefix: str) -> Any:
     """Cases of the QLoRA host checks: one GPU, PyTorch, SDPA, QLoRA unless the keywords say otherwise; ``model`` a
     config.json under ``CONFIGS`` by its stem."""
@@ -2520,7 +2548,8 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h100-host-reference": lambda: _h100_host_reference("h100x1", "h100hr"),
+GRIDS: dict[str, Any] = {"h200-host-reference": lambda: _h200_host_reference("h200x1", "h200hr"),
+                         "h100-host-reference": lambda: _h100_host_reference("h100x1", "h100hr"),
                          "h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
                          "h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
                          "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),

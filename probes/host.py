@@ -60,6 +60,19 @@ class HostFacts:
     cgroup_limit_gib: float | None
     usable_ram_gib: float  # what a job may fill before the kernel or the cgroup kills it
     swap_gib: float = 0.0  # SwapTotal, within the cgroup's swap limit: where pageable memory spills beyond RAM
+    cpu_model: str | None = None  # /proc/cpuinfo's model name (None where it cannot be read)
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name as /proc/cpuinfo gives it (None off Linux or where it says none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def usable_cores() -> int:
@@ -84,7 +97,7 @@ def host_facts() -> HostFacts:
     if swap_limit is not None:
         swap = min(swap, swap_limit)
     return HostFacts(usable_cores(), round(total, 2), round(avail, 2), round(limit_gib, 2) if limit_gib else None, round(usable, 2),
-                     round(swap / GiB, 2))
+                     round(swap / GiB, 2), cpu_model())
 
 
 def used_bytes() -> int:

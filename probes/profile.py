@@ -260,7 +260,8 @@ def _host_probe():
 
     f = host_facts()
     return HostProbe(cpu_cores=f.cpu_cores, mem_total_gib=f.mem_total_gib, mem_available_gib=f.mem_available_gib,
-                     cgroup_limit_gib=f.cgroup_limit_gib, usable_ram_gib=f.usable_ram_gib, swap_gib=f.swap_gib)
+                     cgroup_limit_gib=f.cgroup_limit_gib, usable_ram_gib=f.usable_ram_gib, swap_gib=f.swap_gib,
+                     cpu_model=f.cpu_model)
 
 
 def _platform_id(gpu_name: str, count: int) -> str:
