@@ -2466,11 +2466,12 @@ def _h200_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
     and h200-new-arch-2, 2026-11-25; Qwen3-Next's, grid h200-scan-families, 2026-11-27; Granite-3.0-3B-A800M QLoRA,
     grid h200-qlora-host-check-2, 2026-11-30), each Qwen case's twin under DeepSpeed ZeRO-2 (the same steps through
     DeepSpeed's bf16 module, without autocast), and Qwen3.5 LoRA on q/k/v/o (three delta-net layers before the first
-    trained one) both ways, as the H100 grid h100-frozen-prefix ran it under ZeRO-2."""
+    trained one) both ways."""
     pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed", "zero_stage": 2}
     run = {"_steps": 5, "_warmup": 2, "_timeout_s": 120, "flash_attention": True, "gpus": 1, "method": "lora"}
     q35_dn = {"lora_targets": ["in_proj_a", "in_proj_b", "in_proj_qkv", "in_proj_z", "out_proj"]}
     qnext_dn = {"lora_targets": ["in_proj_ba", "in_proj_qkvz", "out_proj"]}
+    qkvo = {"lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"]}  # the full-attention layers only
 
     def k(cid: str, model: str, **kw: Any) -> dict[str, Any]:
         return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", "finetune", **{**run, **kw})
@@ -2483,8 +2484,8 @@ def _h200_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
         k("qnext-lora-dn-ds-z2-mb1-s2k", "qwen3-next-12l", micro_batch_size=1, seq_len=2048, **qnext_dn, **ds),
         k("granitemoe-qlora-pt-mb2-s1k", "granite-3.0-3b-a800m", micro_batch_size=2, seq_len=1024, _steps=4,
           method="qlora", quantization="nf4", **pt),
-        k("q35-lora-pt-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **pt),
-        k("q35-lora-ds-z2-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **ds),
+        k("q35-lora-qkvo-pt-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **qkvo, **pt),
+        k("q35-lora-qkvo-ds-z2-mb1-s2k", "qwen3.5-text", micro_batch_size=1, seq_len=2048, **qkvo, **ds),
     ]
 
 
