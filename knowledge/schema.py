@@ -543,6 +543,9 @@ class HostProbe(Strict):
     cgroup_limit_gib: float | None = None
     usable_ram_gib: float
     swap_gib: float | None = None  # SwapTotal (within the cgroup's swap limit); None in profiles older than it
+    # /proc/cpuinfo's model name: leases of one GPU kind come on hosts of different CPUs, whose host-bound steps differ
+    # by up to 1.6x (knowledge/measurements/README.md, twenty-sixth session); None in profiles older than it
+    cpu_model: str | None = None
 
 
 class InterNodeProbe(Strict):

@@ -231,10 +231,11 @@ def bnb_host_calls(s: TrainSetup) -> tuple[float, float]:
         return 0.0, 0.0
     cost = BNB_HOST_COST
     per_layer = _quantized_linears_per_layer(s)
-    quantized = per_layer * s.arch.num_hidden_layers
-    wrapped = min(s.adapted_modules_per_layer, per_layer) * s.arch.num_hidden_layers
-    return (quantized * cost.nf4_fwd_calls + wrapped * cost.qlora_wrapper_fwd_calls,
-            quantized * cost.nf4_bwd_calls + wrapped * cost.qlora_wrapper_bwd_calls)
+    layers = s.arch.num_hidden_layers
+    backward = layers - (s.trace.layers_without_backward if s.trace is not None else 0)  # the frozen first layers: none
+    wrapped = min(s.adapted_modules_per_layer, per_layer)
+    return (layers * (per_layer * cost.nf4_fwd_calls + wrapped * cost.qlora_wrapper_fwd_calls),
+            backward * (per_layer * cost.nf4_bwd_calls + wrapped * cost.qlora_wrapper_bwd_calls))
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> tuple[float, float]:

@@ -29,6 +29,21 @@ def _real_counts(config: dict) -> tuple[int, int]:
     return sum(p.numel() for p in m.parameters()), m.get_input_embeddings().weight.numel()
 
 
+def _granite_4_h_toy() -> dict:
+    """Granite-4.0-H's defaults, narrow, with 11 layers: two attention layers (the third and tenth) among Mamba-2 ones,
+    placed without a short period."""
+    from transformers import AutoConfig
+
+    base = {k: v for k, v in AutoConfig.for_model("granitemoehybrid").to_dict().items()
+            if not k.startswith("_") and k != "transformers_version"}
+    types = ["mamba"] * 11
+    types[2] = types[9] = "attention"
+    return {**base, "hidden_size": 128, "intermediate_size": 256, "shared_intermediate_size": 256,
+            "num_hidden_layers": 11, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+            "num_local_experts": 4, "num_experts_per_tok": 2, "mamba_n_heads": 8, "mamba_d_head": 32, "mamba_d_state": 16,
+            "mamba_n_groups": 1, "mamba_chunk_size": 64, "layer_types": types}
+
+
 def test_parameters_are_the_models_own() -> None:
     t = trace_model(QWEN3_TOY, TraceVariant(trains="all"))
     total, emb = _real_counts(QWEN3_TOY)
@@ -387,18 +402,9 @@ def test_attention_layers_placed_without_a_short_period_are_traced_as_themselves
     """Granite-4.0-H places a few attention layers among its Mamba ones with no period of eight layers or fewer: each
     kind is traced once and weighted by its count (before, every layer was traced as the first, a Mamba one, and LoRA's
     q/k/v/o were "not found in this model")."""
-    from transformers import AutoConfig
-
     from probes.trace import layer_kinds
 
-    base = {k: v for k, v in AutoConfig.for_model("granitemoehybrid").to_dict().items()
-            if not k.startswith("_") and k != "transformers_version"}
-    types = ["mamba"] * 11
-    types[2] = types[9] = "attention"
-    toy = {**base, "hidden_size": 128, "intermediate_size": 256, "shared_intermediate_size": 256, "num_hidden_layers": 11,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "num_local_experts": 4,
-           "num_experts_per_tok": 2, "mamba_n_heads": 8, "mamba_d_head": 32, "mamba_d_state": 16, "mamba_n_groups": 1,
-           "mamba_chunk_size": 64, "layer_types": types}
+    toy = _granite_4_h_toy()
     kinds, share = layer_kinds(toy)
     assert kinds == [0, 2] and share[2] == pytest.approx(2 / 11)
     t = trace_model(toy, TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=8))
@@ -894,16 +900,7 @@ def test_layers_before_the_first_trained_one_run_no_backward() -> None:
 def test_a_long_pattern_s_first_frozen_layers_are_priced_as_the_whole_model_runs_them() -> None:
     """Granite-4.0-H's kinds traced one layer each: its two Mamba layers before the first attention layer run no
     backward under LoRA on q/v, and the whole model from the kinds' cuts is what a cut of all its layers runs."""
-    from transformers import AutoConfig
-
-    base = {k: v for k, v in AutoConfig.for_model("granitemoehybrid").to_dict().items()
-            if not k.startswith("_") and k != "transformers_version"}
-    types = ["mamba"] * 11
-    types[2] = types[9] = "attention"
-    toy = {**base, "hidden_size": 128, "intermediate_size": 256, "shared_intermediate_size": 256, "num_hidden_layers": 11,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "num_local_experts": 4,
-           "num_experts_per_tok": 2, "mamba_n_heads": 8, "mamba_d_head": 32, "mamba_d_state": 16, "mamba_n_groups": 1,
-           "mamba_chunk_size": 64, "layer_types": types}
+    toy = _granite_4_h_toy()
     v = TraceVariant(trains="adapters", lora_targets=["q_proj", "v_proj"], lora_rank=8)
     t = trace_model(toy, v)
     assert (t.rest_layers, t.layers_without_backward) == (2, 2)

@@ -157,7 +157,8 @@ def _summary(profile: Any) -> Any:
         t.add_row(f"network, {n.nodes} nodes x {n.gpus_per_node} rails", f"{n.busbw_gbs:.4g} GB/s per node")
     if profile.host:
         h = profile.host
-        t.add_row("host", f"{h.cpu_cores} cores, {h.usable_ram_gib:.0f} GiB usable RAM")
+        t.add_row("host", f"{h.cpu_cores} cores, {h.usable_ram_gib:.0f} GiB usable RAM"
+                  + (f" ({h.cpu_model})" if h.cpu_model else ""))
     design = [m for m in profile.macro if m.dataset == "probe-macro" and m.source == "probes.macro.run_design"]
     if design:
         ok = [m for m in design if m.measured.step_time_s]

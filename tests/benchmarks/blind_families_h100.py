@@ -12,39 +12,16 @@ runs, after schema 25 and its refit: without a profile, with the bundled h100x1 
 
 from __future__ import annotations
 
-import statistics
-
-from tests.benchmarks.stored_predictions import OWN, Pair, compare
+from tests.benchmarks.stored_predictions import compare_three_ways
 
 GRID, DATE = "h100-blind-families-3", "2026-12-07"
 NEVER_RUN = ("ministral-", "dots1-", "nemotronh-")  # id fragments of the model types no grid had run
 
 
-def by_group(label: str, pairs: list[Pair]) -> None:
-    groups: dict[str, list[float]] = {"never run anywhere": [], "run on H200s only": []}
-    for p, m in pairs:
-        if not m.get("tokens_per_s"):
-            continue
-        cid = p["id"]
-        never = any(f"bf3-{x}" in cid for x in NEVER_RUN)
-        groups["never run anywhere" if never else "run on H200s only"].append(p["tokens_per_s"] / m["tokens_per_s"] - 1)
-    for g, es in groups.items():
-        if es:
-            print(f"  {label}, {g}: tokens/s MAPE {100 * statistics.mean(map(abs, es)):.1f}% "
-                  f"(mean signed {100 * statistics.mean(es):+.1f}%, n={len(es)})")
-
-
 def main() -> None:
-    runs = [f"logs/{GRID}-{DATE}.jsonl"]
-    fresh = str(OWN / "logs" / f"h100x1-profile-blind-3-{DATE}.json")
-    for label, suffix, profile in (("without a profile", "", None),
-                                   ("with the bundled h100x1 profile", "-bundled-profile", "h100x1"),
-                                   ("with the profile of the lease it ran on", "-profile", fresh)):
-        print(f"== one H100, {label}")
-        stored, today = compare(runs, [f"{GRID}-predictions{suffix}-{DATE}.jsonl"], profile)
-        by_group("stored", stored)
-        by_group("today", today)
-        print()
+    compare_three_ways(GRID, DATE, "one H100", "h100x1", f"h100x1-profile-blind-3-{DATE}.json",
+                       lambda cid: "never run anywhere" if any(f"bf3-{x}" in cid for x in NEVER_RUN)
+                       else "run on H200s only")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import Callable
 
 from advisor.cases import load_profile_checked
 from advisor.predictor import Predictor
@@ -89,3 +90,31 @@ def rank_pairs(name: str, prefix: str) -> None:
         m1, m2 = rows[cid]["measured"]["step_time_s"], two["measured"]["step_time_s"]
         p1, p2 = (pred.predict(TrainCase.model_validate(r["case"])).step_time_s for r in (rows[cid], two))
         print(f"{cid[len(prefix):-3]:<40} {m1:>9.3f} {m2:>10.3f} {m2 / m1:>6.2f} {p1:>9.3f} / {p2:<6.3f} {p2 / p1:>6.2f}")
+
+
+def group_scores(label: str, pairs: list[Pair], group_of: Callable[[str], str]) -> None:
+    """Tokens/s error of each group of runs (``group_of`` a run id), for the runs that ran."""
+    groups: dict[str, list[float]] = {}
+    for p, m in pairs:
+        if m.get("tokens_per_s"):
+            groups.setdefault(group_of(p["id"]), []).append(p["tokens_per_s"] / m["tokens_per_s"] - 1)
+    for g, es in groups.items():
+        print(f"  {label}, {g}: tokens/s MAPE {100 * statistics.mean(map(abs, es)):.1f}% "
+              f"(mean signed {100 * statistics.mean(es):+.1f}%, n={len(es)})")
+
+
+def compare_three_ways(grid: str, date: str, where: str, bundled: str, lease_profile: str,
+                       group_of: Callable[[str], str]) -> None:
+    """A grid's runs (``logs/GRID-DATE.jsonl``) against its predictions stored before they ran without a profile, with
+    the ``bundled`` profile and with the lease's own (``logs/LEASE_PROFILE``), and today's; each scored by group."""
+    runs = [f"logs/{grid}-{date}.jsonl"]
+    for label, suffix, profile in (("without a profile", "", None),
+                                   (f"with the bundled {bundled} profile", "-bundled-profile", bundled),
+                                   ("with the profile of the lease it ran on", "-profile",
+                                    str(OWN / "logs" / lease_profile))):
+        print(f"== {where}, {label}")
+        stored, today = compare(runs, [f"{grid}-predictions{suffix}-{date}.jsonl"], profile)
+        group_scores("stored", stored, group_of)
+        group_scores("today", today, group_of)
+        print()
+
