@@ -700,9 +700,14 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
             holders[p.untyped_storage()._cdata].add(id(mod))
         hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
         if _LAYER.search(name):  # a decoder layer itself (``model.layers.3``)
-            hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1)),
-                      mod.register_forward_hook(functools.partial(_note_grad, c, any(q.requires_grad
-                                                                                  for q in mod.parameters())))]
+            hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1))]
+    from probes.hf_model import decoder_layers
+
+    # the decoder layers themselves, not any numbered module (Granite's ``model.rotary_embs.0`` runs first, and its
+    # output needs no gradient: taken for a layer, it made full training's first layer look frozen)
+    for mod in decoder_layers(model):
+        hooks.append(mod.register_forward_hook(functools.partial(_note_grad, c, any(q.requires_grad
+                                                                                  for q in mod.parameters()))))
     names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
     c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}
     for mod in model.modules():  # kernels of PEFT's LoRA wrappers beyond their base layer's, told apart
@@ -1135,7 +1140,7 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         # than the base cut never does (Nemotron-H's four layers under LoRA on attention: its Mamba-2 layer's backward,
         # 20 GiB of temporaries, was taken for the peak of a step that runs none)
         frozen = _frozen_prefix(config, list(range(base)), grads)
-        cuts, base_params, peaked = (a, b), pa, ((a, b) if layers > base else (a,))
+        base_params, peaked = pa, ((a, b) if layers > base else (a,))
     else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
         kinds, share = typed
         a, pa, used, outside, grads = _cut(config, len(kinds), variant, kinds)
@@ -1151,7 +1156,6 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         per_layer = {key: sum(share[k] * (m[1][key] - pa[key]) for k, m in zip(kinds, more)) for key in pa}
         base = len(kinds)
         base_params = {key: (1 + base) * pa[key] - sum(m[1][key] for m in more) + base * per_layer[key] for key in pa}
-        cuts = (a, *(m[0] for m in more))
         sig = _signatures(config)
         peaked = (a, *(m[0] for k, m in zip(kinds, more) if sig[k] in sig[frozen:]))
     extra = layers - base

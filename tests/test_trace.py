@@ -912,3 +912,19 @@ def test_a_long_pattern_s_first_frozen_layers_are_priced_as_the_whole_model_runs
                          for part in (t.rest, t.layer) for g in part.gemms if g.phase == "bwd")
     assert backward_flops == pytest.approx(sum(f.at(1, 512) for k, (f, _, _) in whole["gemms"].items() if k[0] == "bwd"),
                                            rel=1e-6)
+
+
+def test_only_decoder_layers_decide_which_layers_run_backward() -> None:
+    """Granite's SWA model keeps one rotary embedding per attention kind in ``model.rotary_embs.0`` (a numbered module,
+    run first, whose output needs no gradient): taken for a decoder layer, it made full training's first layer look
+    frozen. Every layer of full training and of LoRA on q/k/v/o runs backward."""
+    from transformers import AutoConfig
+
+    base = {k: v for k, v in AutoConfig.for_model("granite_swa").to_dict().items()
+            if not k.startswith("_") and k != "transformers_version"}
+    toy = {**base, "hidden_size": 128, "intermediate_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "vocab_size": 1000, "num_hidden_layers": 4, "sliding_window": 64,
+           "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"]}
+    for v in (TraceVariant(trains="all"),
+              TraceVariant(trains="adapters", lora_targets=["k_proj", "o_proj", "q_proj", "v_proj"], lora_rank=8)):
+        assert trace_model(toy, v).layers_without_backward == 0
