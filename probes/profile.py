@@ -9,6 +9,7 @@ negative fraction leaves the bar where it is and marks a message for the user, w
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -258,10 +259,7 @@ def _host_probe():
     from knowledge.schema import HostProbe
     from probes.host import host_facts
 
-    f = host_facts()
-    return HostProbe(cpu_cores=f.cpu_cores, mem_total_gib=f.mem_total_gib, mem_available_gib=f.mem_available_gib,
-                     cgroup_limit_gib=f.cgroup_limit_gib, usable_ram_gib=f.usable_ram_gib, swap_gib=f.swap_gib,
-                     cpu_model=f.cpu_model)
+    return HostProbe(**dataclasses.asdict(host_facts()))  # the same fields, the probe's record of them
 
 
 def _platform_id(gpu_name: str, count: int) -> str:

@@ -1053,20 +1053,14 @@ def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | 
     return kinds, {i: sig.count(sig[i]) / len(sig) for i in kinds}
 
 
-def _signatures(config: dict[str, Any]) -> list[tuple]:
-    from probes.hf_model import layer_signatures
-
-    return layer_signatures(config)
-
-
-def _frozen_prefix(config: dict[str, Any], cut_layers: list[int], grads: list[tuple[bool, bool]]) -> int:
+def _frozen_prefix(sig: list[tuple], cut_layers: list[int], grads: list[tuple[bool, bool]]) -> int:
     """Layers of the whole model that run no backward: those before its first layer of a kind that trains, where the
     cut's first layer's input needs no gradient (LoRA on the attention projections of a hybrid: the Mamba and MoE
     layers before its first attention layer; under recomputation the input needs one, as PEFT makes it). 0 where every
-    layer runs backward. ``grads``: the cut's layers (the model's ``cut_layers``), each (trains, output needs grad)."""
+    layer runs backward. ``sig``: the model's layer signatures; ``grads``: the cut's layers (the model's
+    ``cut_layers``), each (trains, output needs grad)."""
     if not grads or grads[0][1]:
         return 0
-    sig = _signatures(config)
     trained = {sig[i] for i, (trains, _) in zip(cut_layers, grads) if trains}
     return next((i for i, s in enumerate(sig) if s in trained), len(sig))
 
@@ -1085,18 +1079,17 @@ def _backward_of(cut: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _frozen_terms(config: dict[str, Any], kinds: list[int], grads: list[tuple[bool, bool]], frozen: int,
+def _frozen_terms(sig: list[tuple], kinds: list[int], grads: list[tuple[bool, bool]], frozen: int,
                   a: dict[str, Any], more: list[dict[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
     """The terms that take the backward of the whole model's ``frozen`` first layers out of a long pattern's rest, and
     put back that of the base cut's own layers before its first trained one (each kind's layer, the difference of its
     longer cut, ran behind a trained layer)."""
     if not frozen:
         return []
-    sig = _signatures(config)
     a_frozen = next((j for j, (_, needs) in enumerate(grads) if needs), len(grads))
     terms = []
     for j, (k, m) in enumerate(zip(kinds, more)):
-        coef = float(j < a_frozen) - sum(1.0 for i in range(frozen) if sig[i] == sig[k])
+        coef = float(j < a_frozen) - sig[:frozen].count(sig[k])
         if coef:
             terms.append((coef, _backward_of(_lincomb([(1.0, m), (-1.0, a)]))))
     return terms
@@ -1127,7 +1120,10 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
     import torch
     import transformers
 
+    from probes.hf_model import layer_signatures
+
     t0 = time.perf_counter()
+    sig = layer_signatures(config)
     layers, base, p = layer_plan(config)
     typed = layer_kinds(config)
     if typed is None:  # a one-period and a two-period cut: the layer is their difference over the period
@@ -1139,7 +1135,7 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         # whole model as it is. The longer cut's second period runs behind a trained layer, which a model no longer
         # than the base cut never does (Nemotron-H's four layers under LoRA on attention: its Mamba-2 layer's backward,
         # 20 GiB of temporaries, was taken for the peak of a step that runs none)
-        frozen = _frozen_prefix(config, list(range(base)), grads)
+        frozen = _frozen_prefix(sig, list(range(base)), grads)
         base_params, peaked = pa, ((a, b) if layers > base else (a,))
     else:  # one layer of each kind, then that plus one more of each kind: each kind's layer is its difference
         kinds, share = typed
@@ -1148,15 +1144,14 @@ def _trace_model(config: dict[str, Any], variant: TraceVariant) -> ArchTrace:
         outside = outside.union(*(m[3] for m in more))
         avg = _lincomb([(share[k], m[0]) for k, m in zip(kinds, more)] + [(-1.0, a)])  # the model's average layer
         layer = _layer_part(_lincomb([(0.0, a)]), avg, 1)
-        frozen = _frozen_prefix(config, kinds, grads)
+        frozen = _frozen_prefix(sig, kinds, grads)
         # the base cut's own layers replaced by average ones: rest + (layers - base) x layer is then the whole model,
         # less the backward of the layers before the first that trains (each kind's layer ran behind a trained one)
         rest = _whole_part(_lincomb([(1.0 + len(kinds), a)] + [(-1.0, m[0]) for m in more] + [(float(len(kinds)), avg)]
-                                    + _frozen_terms(config, kinds, grads, frozen, a, [m[0] for m in more])))
+                                    + _frozen_terms(sig, kinds, grads, frozen, a, [m[0] for m in more])))
         per_layer = {key: sum(share[k] * (m[1][key] - pa[key]) for k, m in zip(kinds, more)) for key in pa}
         base = len(kinds)
         base_params = {key: (1 + base) * pa[key] - sum(m[1][key] for m in more) + base * per_layer[key] for key in pa}
-        sig = _signatures(config)
         peaked = (a, *(m[0] for k, m in zip(kinds, more) if sig[k] in sig[frozen:]))
     extra = layers - base
 
