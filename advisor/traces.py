@@ -36,7 +36,7 @@ def sliding_window(config: dict[str, Any]) -> int | None:
     """The attention window some layer uses, as transformers reads the config (None: every layer sees it all)."""
     from probes.hf_model import config_from_dict
 
-    cfg = config_from_dict(config, 1)
+    cfg = config_from_dict(config)  # the whole model: a cut may be one transformers refuses (OLMo-Hybrid's one kind)
     window = getattr(cfg, "sliding_window", None)
     types = getattr(cfg, "layer_types", None) or []
     if not isinstance(window, int) or window <= 0:

@@ -67,6 +67,13 @@ class TrainSetup:
         return not self.case.flash_attention or (self.trace is not None and self.trace.attention_used == "eager")
 
     @property
+    def backward_layers(self) -> int:
+        """Decoder layers whose backward runs: all but the model's first layers before its first trained one (nothing
+        in them trains and their input needs no gradient, so autograd runs nothing back through them:
+        ``ArchTrace.layers_without_backward``; the hand count has none)."""
+        return self.arch.num_hidden_layers - (self.trace.layers_without_backward if self.trace is not None else 0)
+
+    @property
     def tokens(self) -> int:
         """Tokens in one micro-batch on one rank."""
         return self.case.micro_batch_size * self.case.seq_len

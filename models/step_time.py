@@ -73,11 +73,10 @@ class _Pass:
     gpu_s: float  # forward GPU time, one micro-batch
     backward_gpu_s: float  # backward GPU time (recomputation not included)
     kernels: float  # forward kernels launched, in a Llama layer's kind (what kernel_time_s is fitted per)
-    extra_fwd: float = 0.0  # traced kernels beyond a Llama layer's: forward
-    extra_bwd: float = 0.0  # ... and backward (a recomputed forward's included)
-    # the forward kernels whose backward runs: all but those of the layers before the first trained one (their input
-    # needs no gradient: ``ArchTrace.layers_without_backward``); None: ``kernels``
-    backward_kernels: float | None = None
+    # the forward kernels whose backward runs: those of ``TrainSetup.backward_layers`` and the head
+    backward_kernels: float
+    extra_fwd: float  # traced kernels beyond a Llama layer's: forward
+    extra_bwd: float  # ... and backward (a recomputed forward's included)
 
 
 def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = False) -> _Pass:
@@ -107,16 +106,15 @@ def _pass(s: TrainSetup, eff: Efficiencies, c: Ceilings, layers_only: bool = Fal
         per_layer = hand_layer + eff.lora_kernels_per_target * s.adapted_modules_per_layer
         rest = KERNELS_HEAD
     kernels = (per_layer + KERNELS_PER_QUANT_LINEAR * quant_linears) * a.num_hidden_layers
-    backward = a.num_hidden_layers - (s.trace.layers_without_backward if s.trace is not None else 0)
-    backward_kernels = kernels * backward / a.num_hidden_layers
-    extra_fwd, extra_bwd = extra_fwd * a.num_hidden_layers, extra_bwd * backward
+    backward_kernels = kernels * s.backward_layers / a.num_hidden_layers
+    extra_fwd, extra_bwd = extra_fwd * a.num_hidden_layers, extra_bwd * s.backward_layers
     if not layers_only:
         fwd += sum(op.time_s for op in ops if not op.per_layer)
         bwd += sum(op.backward_s for op in ops if not op.per_layer)
         kernels += rest
         backward_kernels += rest
         extra_fwd, extra_bwd = extra_fwd + extra_head_fwd, extra_bwd + extra_head_bwd
-    return _Pass(fwd, bwd, kernels, extra_fwd, extra_bwd, backward_kernels)
+    return _Pass(fwd, bwd, kernels, backward_kernels, extra_fwd, extra_bwd)
 
 
 def _extra_kernels(part: Part, beyond: float, seq: int) -> tuple[float, float]:
@@ -231,11 +229,9 @@ def bnb_host_calls(s: TrainSetup) -> tuple[float, float]:
         return 0.0, 0.0
     cost = BNB_HOST_COST
     per_layer = _quantized_linears_per_layer(s)
-    layers = s.arch.num_hidden_layers
-    backward = layers - (s.trace.layers_without_backward if s.trace is not None else 0)  # the frozen first layers: none
     wrapped = min(s.adapted_modules_per_layer, per_layer)
-    return (layers * (per_layer * cost.nf4_fwd_calls + wrapped * cost.qlora_wrapper_fwd_calls),
-            backward * (per_layer * cost.nf4_bwd_calls + wrapped * cost.qlora_wrapper_bwd_calls))
+    return (s.arch.num_hidden_layers * (per_layer * cost.nf4_fwd_calls + wrapped * cost.qlora_wrapper_fwd_calls),
+            s.backward_layers * (per_layer * cost.nf4_bwd_calls + wrapped * cost.qlora_wrapper_bwd_calls))
 
 
 def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> tuple[float, float]:
@@ -248,8 +244,7 @@ def _dispatch(s: TrainSetup, eff: Efficiencies, full: _Pass, layers: _Pass) -> t
     # a bf16 projection call costs the host one traced kernel each way, the unit bitsandbytes' extra is measured in
     bnb_fwd, bnb_bwd = bnb_host_calls(s)
     fwd = (full.kernels + bnb_fwd) * per_kernel + full.extra_fwd * extra
-    backward_kernels = full.kernels if full.backward_kernels is None else full.backward_kernels
-    bwd = (backward_kernels + bnb_bwd) * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
+    bwd = (full.backward_kernels + bnb_bwd) * per_kernel * eff.backward_dispatch_factor + full.extra_bwd * extra
     if case.recompute:  # the checkpointed forward runs again (its extra kernels: in extra_bwd)
         bwd += (layers.kernels + bnb_fwd) * per_kernel * eff.recompute_dispatch_factor
     if case.engine == "deepspeed" and s.zero in (1, 2):

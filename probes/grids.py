@@ -2431,6 +2431,45 @@ def _h100_frozen_prefix(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _blind_families_4(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-12-07, twenty-seventh): four model types never run, each from its transformers 5.17 config
+    defaults (knowledge/data/configs/*-defaults*.json, ``_source`` says how each was cut): OLMo-Hybrid (gated delta-net
+    layers with attention every fourth: torch's chunked path, no flash-linear-attention), LFM2-MoE (gated short
+    convolutions, attention, 32 routed experts after a dense prefix of two), GLM-MoE-DSA (GLM-5's DeepSeek sparse
+    attention with its indexer, latent attention, 256 routed experts after three dense layers) and RecurrentGemma
+    (RG-LRU recurrence, a scan over every token); LoRA on the default and on all linear layers, QLoRA, ZeRO-2, full
+    training, recomputation at 4k; and Granite-3.0-3B-A800M's QLoRA of grid h100-frozen-prefix (this lease's host
+    against earlier ones). Stored before they run, for an H200 and an H100 (a call for one may be lent the other)."""
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 120, "flash_attention": True, "gpus": 1}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    lora, qlora, full = {"method": "lora"}, {"method": "qlora", "quantization": "nf4"}, {"method": "full"}
+    every = {"lora_targets": "all-linear"}
+
+    def k(cid: str, model: str, task: str = "finetune", **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", task, **{**run, **kw})
+
+    oh, lm, gd = "olmo-hybrid-defaults-8l", "lfm2-moe-defaults-8l", "glm-moe-dsa-defaults-4l"
+    return [
+        k("olmoh-lora-pt-mb1-s1k", oh, micro_batch_size=1, seq_len=1024, **lora, **pt),
+        k("olmoh-lora-all-pt-mb2-s2k", oh, micro_batch_size=2, seq_len=2048, **lora, **every, **pt),
+        k("olmoh-qlora-pt-mb1-s2k", oh, micro_batch_size=1, seq_len=2048, **qlora, **pt),
+        k("olmoh-lora-ds-z2-mb1-s2k", oh, micro_batch_size=1, seq_len=2048, zero_stage=2, **lora, **ds),
+        k("olmoh-full-pt-mb1-s1k", oh, "pretrain", micro_batch_size=1, seq_len=1024, **full, **pt),
+        k("lfm2moe-lora-pt-mb1-s1k", lm, micro_batch_size=1, seq_len=1024, **lora, **pt),
+        k("lfm2moe-lora-all-pt-mb2-s2k", lm, micro_batch_size=2, seq_len=2048, **lora, **every, **pt),
+        k("lfm2moe-qlora-pt-mb1-s2k", lm, micro_batch_size=1, seq_len=2048, **qlora, **pt),
+        k("lfm2moe-full-pt-mb1-s1k", lm, "pretrain", micro_batch_size=1, seq_len=1024, **full, **pt),
+        k("lfm2moe-lora-pt-rc-mb4-s4k", lm, micro_batch_size=4, seq_len=4096, recompute=True, **lora, **pt),
+        k("glmdsa-lora-pt-mb1-s2k", gd, micro_batch_size=1, seq_len=2048, **lora, **pt),
+        k("glmdsa-qlora-pt-mb1-s2k", gd, micro_batch_size=1, seq_len=2048, **qlora, **pt),
+        k("glmdsa-lora-all-pt-mb2-s2k", gd, micro_batch_size=2, seq_len=2048, **lora, **every, **pt),
+        k("glmdsa-lora-ds-z2-mb1-s4k", gd, micro_batch_size=1, seq_len=4096, zero_stage=2, **lora, **ds),
+        k("rgemma-lora-all-pt-mb1-s512", "recurrent-gemma-defaults", micro_batch_size=1, seq_len=512, **lora, **every,
+          **pt),
+        k("granitemoe-qlora-pt-mb2-s1k", "granite-3.0-3b-a800m", micro_batch_size=2, seq_len=1024, **qlora, **pt),
+    ]
+
+
 def _h100_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
     """How fast this lease's host runs host-bound steps against earlier leases (2026-12-07, twenty-sixth): cases run
     before as they ran then (grid h100-weak, 2026-11-23: Llama-2-7B LoRA at 256 tokens, QLoRA at 512, ZeRO-3 LoRA at
@@ -2552,6 +2591,7 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
 GRIDS: dict[str, Any] = {"h200-host-reference": lambda: _h200_host_reference("h200x1", "h200hr"),
                          "h100-host-reference": lambda: _h100_host_reference("h100x1", "h100hr"),
                          "h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
+                         "h200-blind-families-4": lambda: _blind_families_4("h200x1", "h200bf4"),
                          "h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
                          "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
                          "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),

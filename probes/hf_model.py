@@ -153,6 +153,13 @@ def layer_signatures(config: dict[str, Any]) -> list[tuple]:
             + tuple(i in n for n in numbered) for i in range(layers)]
 
 
+def first_of_each_kind(sig: list[tuple]) -> list[int]:
+    """The model's first layer of each kind (``sig``: its ``layer_signatures``), in order: the smallest cut that
+    transformers builds for every family (OLMo-Hybrid's config class refuses a model without a linear-attention layer
+    and one without an attention layer) and that holds every projection name the model has."""
+    return sorted({s: i for i, s in reversed(list(enumerate(sig)))}.values())
+
+
 def config_from_dict(config: dict[str, Any], num_layers: int | None = None, *, attn_impl: str = "sdpa",
                      use_cache: bool = False, layer_index: list[int] | None = None) -> Any:
     """A transformers config from a config.json dict, cut to ``num_layers``: its first layers, or the model's layers

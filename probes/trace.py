@@ -31,7 +31,6 @@ from knowledge.traces import ArchTrace, Gemm, ParamTrace, Part, Poly, TraceVaria
 SEQS = (120, 184, 248)  # token counts that no model dimension equals, so a product's token side is unambiguous
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm"}
 _BLOCK = re.compile(r"\.\d+\.")
-_LAYER = re.compile(r"\.\d+$")  # a numbered decoder block itself (``model.layers.3``, ``transformer.h.0``)
 
 
 def in_block(module_name: str) -> bool:
@@ -381,15 +380,16 @@ def _weights(model: Any) -> dict[int, tuple[tuple[int, int], bool, bool]]:
     return weights
 
 
-def _layer_linear_names(model: Any, attention_only: bool = False) -> list[str]:
+def _layer_linear_names(model: Any, attention_only: bool = False, within: str = "") -> list[str]:
     """The names of the decoder layers' linear modules (under a numbered block: Llama's ``layers.0``, Falcon's and
-    GPT-2's ``h.0``); ``attention_only``: those inside the attention block (a module path with ``attn`` or
-    ``attention``); GPT-2's ``Conv1D`` projections count as linears (PEFT adapts them)."""
+    GPT-2's ``h.0``; ``within``: under that module path alone); ``attention_only``: those inside the attention block (a
+    module path with ``attn`` or ``attention``); GPT-2's ``Conv1D`` projections count as linears (PEFT adapts them)."""
     import torch
     from transformers.pytorch_utils import Conv1D
 
     return sorted({n.removesuffix(".base_layer").rsplit(".", 1)[-1] for n, m in model.named_modules()
                    if isinstance(m, (torch.nn.Linear, Conv1D)) and in_block(n) and ".lora_" not in n
+                   and n.startswith(within)
                    and (not attention_only or any(part in n.lower() for part in ("attn", "attention")))})
 
 
@@ -404,13 +404,20 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
     import torch
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
 
+    from probes.hf_model import decoder_layers, first_of_each_kind, layer_signatures
+
+    # the model's first layer decides (a hybrid's first linear-attention layer: its projections), built in a cut with
+    # a layer of each kind, as some families' config classes refuse one kind alone (OLMo-Hybrid)
+    kinds = first_of_each_kind(layer_signatures(config))
     with torch.device("meta"):
-        model = _from_config(_cut_config(config, 1, "sdpa"))
-    names = set(_layer_linear_names(model))
+        model = _from_config(_cut_config(config, len(kinds), "sdpa", layer_index=kinds))
+    first = decoder_layers(model)[0]
+    within = next(n for n, m in model.named_modules() if m is first) + "."
+    names = set(_layer_linear_names(model, within=within))
     if set(usual) <= names:
         return None
     own = [t for t in PEFT_DEFAULTS.get(config.get("model_type", ""), []) if t in names]
-    return own or _layer_linear_names(model, attention_only=True) or None
+    return own or _layer_linear_names(model, attention_only=True, within=within) or None
 
 
 def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: list[int] | None = None
@@ -699,15 +706,14 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
         for p in mod.parameters(recurse=False):
             holders[p.untyped_storage()._cdata].add(id(mod))
         hooks += [mod.register_forward_pre_hook(enter), mod.register_forward_hook(leave)]
-        if _LAYER.search(name):  # a decoder layer itself (``model.layers.3``)
-            hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1))]
     from probes.hf_model import decoder_layers
 
-    # the decoder layers themselves, not any numbered module (Granite's ``model.rotary_embs.0`` runs first, and its
-    # output needs no gradient: taken for a layer, it made full training's first layer look frozen)
+    # the decoder layers themselves, not any numbered module (Granite-SWA's ``model.rotary_embs.0`` runs first, and its
+    # output needs no gradient: taken for a layer, it made full training's first layer look frozen and its allocations
+    # count as a layer's)
     for mod in decoder_layers(model):
-        hooks.append(mod.register_forward_hook(functools.partial(_note_grad, c, any(q.requires_grad
-                                                                                  for q in mod.parameters()))))
+        hooks += [mod.register_forward_pre_hook(shift_layer(1)), mod.register_forward_hook(shift_layer(-1)),
+                  mod.register_forward_hook(functools.partial(_note_grad, c, any(q.requires_grad for q in mod.parameters())))]
     names = {p.untyped_storage()._cdata: (n, p.numel()) for n, p in model.named_parameters()}
     c.owners = {k: (frozenset(v), names.get(k, ("?", 0))) for k, v in holders.items()}
     for mod in model.modules():  # kernels of PEFT's LoRA wrappers beyond their base layer's, told apart
@@ -1040,14 +1046,13 @@ def layer_kinds(config: dict[str, Any]) -> tuple[list[int], dict[int, float]] | 
     of appearance; each kind's share of the model's layers), where that runs fewer layers than a one- and a
     two-period cut (Gemma-3: 5 sliding + 1 full, 8 layers instead of 18); None otherwise (and for a dense prefix,
     which the period cuts handle)."""
-    from probes.hf_model import layer_signatures
+    from probes.hf_model import first_of_each_kind, layer_signatures
 
     prefix, p = _plan(config)
     if p < 3 or prefix or int(config.get("first_k_dense_replace") or 0):  # (an irregular model: p is all its layers)
         return None
     sig = layer_signatures(config)
-    first = {s: i for i, s in reversed(list(enumerate(sig)))}
-    kinds = sorted(first.values())
+    kinds = first_of_each_kind(sig)
     if len(kinds) < 2 or len(kinds) * (len(kinds) + 2) >= 3 * p:
         return None
     return kinds, {i: sig.count(sig[i]) / len(sig) for i in kinds}
