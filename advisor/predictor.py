@@ -21,6 +21,7 @@ from knowledge.errors import AdvisorError
 from knowledge.schema import KVGroup, ModelArch, ErrorLine, Profile, ServeCase, ServePrediction, TrainCase, TrainPrediction
 from knowledge.schema import PlatformSpec
 from knowledge.fabrics import network_for
+from knowledge.measurements import load_bundled_profiles
 from models.calibration import Calibration, check_profile, from_fit, from_profile, with_network
 from models.training import predict_training
 
@@ -105,9 +106,19 @@ def calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitt
     why = check_profile(profile, platform)
     if why:
         raise AdvisorError(f"--profile does not match: {why}")
-    # on a platform the fit learned from its runs (this profile's real layers included) its measured ceilings replace
-    # the generation's averages and its host keeps the learned factors (models.calibration.from_profile says why)
-    return from_profile(platform, base, profile, new_machine=platform.id not in factors)
+    # its measured ceilings replace the generation's averages, and its host's per-kernel costs follow its launch against
+    # that of the hosts the costs were learned on: the probed hosts' for a machine the fit never saw, the bundled
+    # profile's lease for a platform it learned (models.calibration.from_profile says why)
+    return from_profile(platform, base, profile, host_reference_launch_s(platform, base, factors))
+
+
+def host_reference_launch_s(platform: PlatformSpec, base: Calibration, factors: dict[str, dict[str, float]]) -> float | None:
+    """The launch at which ``base``'s host costs hold: the probed hosts' (``ProbeRatios.launch_s``) on a machine the
+    fit never saw; on a learned platform, its bundled profile's (None where it has none: the learned host stays)."""
+    if platform.id not in factors:
+        return base.ratios.launch_s
+    bundled = load_bundled_profiles().get(f"{platform.gpu.id}x{platform.count}")
+    return bundled.launch_overhead_s if bundled is not None else None
 
 
 def serving_calibration_for(platform: PlatformSpec, profile: Profile | None = None, fitted: Efficiencies | None = None,

@@ -112,8 +112,11 @@ def _part_operators(s: TrainSetup, part: Part, eff: Efficiencies, c: Ceilings, p
     for g in part.gemms:
         key = (g.k, g.n, g.quantizable, g.adapter, g.grouped)
         d = shapes.setdefault(key, {"fwd": 0.0, "bwd": 0.0, "flops": 0.0, "bytes": 0.0})
-        rows = max(g.rows_per_token * T, 1.0)
         flops = g.flops.at(b, n)
+        # a call's rows, as its FLOPs at this length say: a product whose rows do not follow the tokens (PEFT's LoRA on
+        # an MoE's expert parameters forms each B x A delta over all experts, whatever the batch: GLM-MoE-DSA under
+        # "all-linear", 2**19 rows a call) is not scaled by them; a grouped product's tiles as traced
+        rows = max(g.rows_per_token * T if g.grouped else abs(flops / (2.0 * g.k * g.n * g.calls)), 1.0)
         quant = g.quantizable and case.quantization != "none"
         gemm = flops / (c.matmul_flops * trace_gemm_efficiency(rows, eff) * alignment_factor(g.k, g.n, g.phase == "bwd", eff))
         weight_bytes = g.k * g.n * g.calls * (w_bytes if quant else 2.0)

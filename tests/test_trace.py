@@ -928,3 +928,50 @@ def test_only_decoder_layers_decide_which_layers_run_backward() -> None:
     for v in (TraceVariant(trains="all"),
               TraceVariant(trains="adapters", lora_targets=["k_proj", "o_proj", "q_proj", "v_proj"], lora_rank=8)):
         assert trace_model(toy, v).layers_without_backward == 0
+
+
+def test_a_product_whose_rows_do_not_follow_the_tokens_is_not_priced_by_them():
+    # PEFT's "all-linear" on an MoE adapts its expert parameters too: each step forms every expert's B x A over the
+    # whole stack (GLM-MoE-DSA: 2**19 rows a call, whatever the batch). Priced by the rows its FLOPs say at the case's
+    # length, its bytes stay; priced by the traced length's rows per token they grew with the batch (a 0.63 s step
+    # predicted where an H100 ran 0.33: logs/h100-blind-families-4-2026-12-07.jsonl)
+    from advisor.predictor import Predictor
+    from knowledge.catalog import resolve_model, resolve_platform
+    from knowledge.schema import TrainCase
+    from models.operators import training_operators
+    from models.setup import derive
+
+    p = Predictor()
+    platform = resolve_platform("h100x1")
+    cal = p.calibration(platform)
+    config = "knowledge/data/configs/glm-moe-dsa-defaults-4l.json"
+    arch = resolve_model(config)
+    moved = {}
+    for mb in (1, 4):
+        case = TrainCase(id="c", hardware="h100x1", model=config, task="finetune", method="lora",
+                         lora_targets="all-linear", engine="pytorch", micro_batch_size=mb, seq_len=2048)
+        ops = {o.name: o for o in training_operators(derive(case, arch, platform, p.traces.trace(arch, case)),
+                                                     cal.eff, cal.ceilings)}
+        moved[mb] = ops["128x6144"], ops["6144x12288"]
+    (delta_1, dense_1), (delta_4, dense_4) = moved[1], moved[4]
+    assert delta_4.flops == pytest.approx(delta_1.flops, rel=0.02)  # the product's work does not follow the tokens
+    assert delta_4.bytes == pytest.approx(delta_1.bytes, rel=0.02)  # nor do its bytes
+    assert dense_4.flops == pytest.approx(4 * dense_1.flops, rel=0.02)  # a dense projection's do
+
+
+def test_a_family_whose_config_refuses_one_kind_of_layer_alone_is_read_and_adapted():
+    # OLMo-Hybrid's config class refuses a model without a linear-attention layer and one without an attention layer:
+    # its default LoRA targets come from a cut with a layer of each kind (the first layer's names decide, as for any
+    # hybrid), its window from the whole config; a one-layer cut of either raised a validation error for every case
+    import json
+
+    from advisor.traces import sliding_window
+    from probes.trace import default_lora_targets
+
+    config = json.loads(Path("knowledge/data/configs/olmo-hybrid-defaults-8l.json").read_text())
+    assert sliding_window(config) is None
+    assert default_lora_targets(config, ["q_proj", "k_proj", "v_proj", "o_proj"]) is None  # its delta-net has all four
+    qwen35 = json.loads(Path("knowledge/data/configs/qwen3.5-text.json").read_text())
+    # a hybrid whose first layer is a delta-net without q/k/v/o: its own projections, as before
+    assert default_lora_targets(qwen35, ["q_proj", "k_proj", "v_proj", "o_proj"]) == [
+        "in_proj_a", "in_proj_b", "in_proj_qkv", "in_proj_z", "out_proj"]

@@ -9,7 +9,7 @@ them and today's.
 
 from __future__ import annotations
 
-from tests.benchmarks.stored_predictions import OWN, compare, lines
+from tests.benchmarks.stored_predictions import OWN, compare, runs
 
 GRID, DATE = "h100-host-reference", "2026-12-07"
 EARLIER = {  # this grid's case -> (the file of its earlier run, that run's id)
@@ -25,10 +25,10 @@ EARLIER = {  # this grid's case -> (the file of its earlier run, that run's id)
 
 
 def main() -> None:
-    now = {r["case"]["id"]: r for r in lines(OWN / "logs" / f"{GRID}-{DATE}.jsonl")}
+    now = {r["case"]["id"]: r for r in runs(f"logs/{GRID}-{DATE}.jsonl")}
     print(f"{'case':38s} {'earlier lease':>24s} {'this lease':>11s} {'this / earlier':>15s}")
     for cid, (name, old_id) in EARLIER.items():
-        found = [r for r in lines(OWN / name) if r["case"]["id"] == old_id]
+        found = [r for r in runs(name) if r["case"]["id"] == old_id]
         if not found or cid not in now:
             continue
         old, new = found[0]["measured"]["tokens_per_s"], now[cid]["measured"]["tokens_per_s"]
@@ -40,7 +40,7 @@ def main() -> None:
                                                                   "logs/h100-frozen-prefix-2026-12-07.jsonl",
                                                                   f"logs/{GRID}-{DATE}.jsonl",
                                                                   f"logs/{GRID}-b-{DATE}.jsonl")
-               for r in lines(OWN / name) if r["case"]["id"].endswith("granitemoe-qlora-pt-mb2-s1k")]
+               for r in runs(name) if r["case"]["id"].endswith("granitemoe-qlora-pt-mb2-s1k")]
     print("Granite-3.0-3B-A800M QLoRA, mb 2 x 1,024, on four H100 leases of 2026-12-07:")
     for name, tps in granite:
         print(f"  {name:52s} {tps:8.0f} tokens/s")

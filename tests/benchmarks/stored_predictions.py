@@ -20,6 +20,15 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def runs(name: str) -> list[dict]:
+    """The rows of a grid's file by its name under ``OWN`` (``logs/GRID-DATE.jsonl`` while held out): where a grid's
+    rows were taken into the fit after they had been scored held out, the same file under ``OWN`` itself."""
+    path = OWN / name
+    if not path.exists() and name.startswith("logs/"):
+        path = OWN / name.removeprefix("logs/")
+    return lines(path)
+
+
 def score(label: str, pairs: list[Pair]) -> None:
     ran = [(p, m) for p, m in pairs if m.get("tokens_per_s")]
     es = [p["tokens_per_s"] / m["tokens_per_s"] - 1 for p, m in ran]
@@ -36,7 +45,7 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
     (``OWN/logs/predictions``, ``label`` says whose) and today's (with ``profile``, a name such as h200x1, where given);
     prints the table and both scores, returns (stored, today) pairs."""
     before = {p["id"]: p for name in predictions for p in lines(OWN / "logs" / name)}
-    rows = [r for name in measured for r in lines(OWN / name)
+    rows = [r for name in measured for r in runs(name)
             if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
     now_p = Predictor(load_profile_checked(profile) if profile else None)
     stored, now = [], []
@@ -54,7 +63,7 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
         meas = f"{m['tokens_per_s']:7.0f} {m['peak_mem_gib']:5.1f}" if m.get("tokens_per_s") else f"OOM {m.get('peak_mem_gib') or 0:5.1f}"
         cols = [f"{p['tokens_per_s']:7.0f} {p['peak_mem_gib']:5.1f} {'fits' if p['fits'] else 'no  '} {p['p_oom']:4.0%}" for p in (b, q)]
         print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
-    for r in (r for name in measured for r in lines(OWN / name) if r not in rows):
+    for r in (r for name in measured for r in runs(name) if r not in rows):
         print(f"{r['case']['id']:38s} not scored: {r['measured'].get('failure')} ({r['measured'].get('error', '')[:80]})")
     score(label, stored)
     score("code of today", now)
