@@ -2592,6 +2592,8 @@ GRIDS: dict[str, Any] = {"h200-host-reference": lambda: _h200_host_reference("h2
                          "h100-host-reference": lambda: _h100_host_reference("h100x1", "h100hr"),
                          "h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
                          "h200-blind-families-4": lambda: _blind_families_4("h200x1", "h200bf4"),
+                         # the same cases for an H100, on a third lease: the lease's own profile now scales the host
+                         "h100-blind-families-4c": lambda: _blind_families_4("h100x1", "h100bf4c"),
                          "h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
                          "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
                          "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),
