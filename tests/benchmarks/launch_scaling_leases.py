@@ -29,7 +29,9 @@ GRIDS = [("h100-heldout-families-c-2026-11-27.jsonl", "h100x1-profile-heldout-c-
          # the twenty-seventh session's two leases, held out: grid h200-blind-families-4 on an H100, then seven of its
          # cases again on a faster host
          ("h100-blind-families-4-2026-12-07.jsonl", "h100x1-profile-blind-4-2026-12-07.json"),
-         ("h100-blind-families-4b-2026-12-07.jsonl", "h100x1-profile-blind-4b-2026-12-07.json")]
+         ("h100-blind-families-4b-2026-12-07.jsonl", "h100x1-profile-blind-4b-2026-12-07.json"),
+         # and a third lease, whose predictions with its own profile were stored before it ran under this rule
+         ("h100-blind-families-4c-2026-12-07.jsonl", "h100x1-profile-blind-4c-2026-12-07.json")]
 RULES = {
     "learned host": lambda platform, base, factors: None,
     "bundled profile's launch": predictor.host_reference_launch_s,
