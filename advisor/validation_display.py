@@ -215,7 +215,8 @@ def print_report(rep: dict[str, Any], console: Console) -> None:
         t3.add_column("regret", justify="right")
         labels = [grid_label(k) for k in rep["regret_by_grid"]]
         for (k, v), label in zip(rep["regret_by_grid"].items(), labels):
-            t3.add_row(label if labels.count(label) == 1 else f"{label} ({k.split('|')[0]})", f"{v:.1%}")
+            # two data sets' grids of one job: told apart by the data set's own label, never its internal name
+            t3.add_row(label if labels.count(label) == 1 else f"{label} ({dataset_label(k.split('|')[0])})", f"{v:.1%}")
         console.print(t3)
         console.print(f"grids within 5% of the best measured: {rep['regret_within_5pct']:.0%}")
     console.print("Memory and fit verdicts use the bundled calibration (bytes, not fitted efficiencies); published peak "
