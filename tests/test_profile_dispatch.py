@@ -1,8 +1,8 @@
 """A profile brings its host's CPU speed: the per-kernel dispatch cost follows the host's measured launch of one small
 kernel (models.calibration.host_dispatch_scale), with the exponent the bundled fit learned from the probed hosts,
 against the probed hosts' launch on a machine the fit never saw, and against the launch of the lease whose profile is
-bundled on a platform the fit learned (tests/benchmarks/launch_scaling_leases.out.txt: nine H100 lease grids 11.2 ->
-10.3%, signed -5.2 -> -0.3%)."""
+bundled on a platform the fit learned (tests/benchmarks/launch_scaling_leases.out.txt: ten H100 lease grids 11.5 ->
+10.7%, signed -4.3 -> +0.3%)."""
 
 import json
 
