@@ -45,8 +45,8 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
     (``OWN/logs/predictions``, ``label`` says whose) and today's (with ``profile``, a name such as h200x1, where given);
     prints the table and both scores, returns (stored, today) pairs."""
     before = {p["id"]: p for name in predictions for p in lines(OWN / "logs" / name)}
-    rows = [r for name in measured for r in runs(name)
-            if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
+    every = [r for name in measured for r in runs(name)]
+    rows = [r for r in every if r["measured"].get("failure") in (None, "device_oom", "host_oom")]
     now_p = Predictor(load_profile_checked(profile) if profile else None)
     stored, now = [], []
     print(f"{'run':38s} {'measured':>16s} | {label[:26]:>26s} | {'code of today':>26s}")
@@ -63,10 +63,13 @@ def compare(measured: list[str], predictions: list[str], profile: str | None = N
         meas = f"{m['tokens_per_s']:7.0f} {m['peak_mem_gib']:5.1f}" if m.get("tokens_per_s") else f"OOM {m.get('peak_mem_gib') or 0:5.1f}"
         cols = [f"{p['tokens_per_s']:7.0f} {p['peak_mem_gib']:5.1f} {'fits' if p['fits'] else 'no  '} {p['p_oom']:4.0%}" for p in (b, q)]
         print(f"{cid:38s} {meas:>16s} | {cols[0]:>26s} | {cols[1]:>26s}")
-    for r in (r for name in measured for r in runs(name) if r not in rows):
+    for r in (r for r in every if r not in rows):
         print(f"{r['case']['id']:38s} not scored: {r['measured'].get('failure')} ({r['measured'].get('error', '')[:80]})")
     score(label, stored)
     score("code of today", now)
+    fitted = [name for name in measured if not (OWN / name).exists()]
+    if fitted:  # runs(): scored held out, then taken into the fit
+        print(f"(the rows of {', '.join(fitted)} are in the fit since they were scored: 'code of today' is in-sample)")
     return stored, now
 
 
