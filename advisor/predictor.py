@@ -30,20 +30,20 @@ Prediction = TrainPrediction | ServePrediction
 
 def serving_layout(arch: ModelArch, cache: dict[str, Any] | None = None, traces: Any = None) -> ModelArch:
     """``arch`` as its own code lays it out for serving: its KV cache (sliding-window layers capped at their window,
-    latent attention's compressed KV: ``knowledge.catalog.kv_groups``, read through transformers' config class) and,
+    latent attention's compressed KV, a hybrid's recurrent layers and their states: ``probes.cache_trace.cache_layout``) and,
     given a ``TraceBook``, one layer's projections from its trace (fused QKV, a plain MLP, shared experts, a dense
     first layer: ``ArchTrace.projections``) with its traced parameter count. Once per config when ``cache`` is given;
     a hand-counted architecture keeps the plain count. Every serving path that sizes or times a model (predict, the serving
     search's load, the serving fit and its scores) goes through it."""
     from advisor.traces import hand_counted
-    from knowledge.catalog import kv_groups
+    from probes.cache_trace import cache_layout
 
     if hand_counted(arch) or arch.kv_groups is not None:
         return arch
     cache = {} if cache is None else cache
     key = json.dumps(arch.hf_config, sort_keys=True, default=str)
     if key not in cache:
-        cache[key] = traces.kv_groups(arch) if traces is not None else kv_groups(arch.hf_config)
+        cache[key] = traces.kv_groups(arch) if traces is not None else cache_layout(arch.hf_config)
     groups = cache[key]
     update: dict[str, Any] = {"kv_groups": [KVGroup(**g) for g in groups]} if groups else {}
     trace = traces.forward_trace(arch) if traces is not None else None

@@ -26,7 +26,9 @@ from knowledge.traces import TRACE_SCHEMA, ArchTrace, TraceVariant
 BUNDLED_TRACES = BUNDLED / "data" / "traces"
 WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not a variant)
 LORA_DEFAULT = "_lora_default_targets"  # and for the LoRA targets a case that names none gets (None: the schema's)
-KV_GROUPS = "_kv_groups"  # and for its KV cache's layout (knowledge.catalog.kv_groups; None: every layer, every KV head)
+# and for its KV cache's layout (probes.cache_trace.cache_layout; None: every layer, every KV head); "_kv_groups" before
+# 2026-12-07 read every layer of a hybrid as an attention layer
+KV_GROUPS = "_kv_layout"
 USUAL_LORA_TARGETS = TrainCase.model_fields["lora_targets"].default
 # the variant serving reads projections from: a full bf16 step with SDPA, as DeepSpeed runs it (bundled for the catalog)
 SERVING_VARIANT = TraceVariant(trains="all", attention="sdpa", autocast=False)
@@ -195,17 +197,18 @@ class TraceBook:
         return self._lora[h]
 
     def kv_groups(self, arch: ModelArch) -> list[dict[str, Any]] | None:
-        """The KV cache's layout of ``arch``'s config (``knowledge.catalog.kv_groups``: sliding windows, latent KV), kept
-        beside its traces: a cached model needs no import of transformers (5 s on two cores)."""
+        """The KV cache's layout of ``arch``'s config (``probes.cache_trace.cache_layout``: sliding windows, latent KV,
+        a hybrid's recurrent layers and their states), kept beside its traces: a cached model needs no import of
+        transformers (5 s on two cores)."""
         config, h, files = self._config(arch)
         if h not in self._kv:
             known = [self._file(p)[KV_GROUPS] for p in files if KV_GROUPS in self._file(p)]
             if known:
                 self._kv[h] = known[0]
             else:
-                from knowledge.catalog import kv_groups
+                from probes.cache_trace import cache_layout
 
-                self._kv[h] = kv_groups(arch.hf_config or config)
+                self._kv[h] = cache_layout(arch.hf_config or config)
                 remember(files[1], KV_GROUPS, self._kv[h])
                 self._files.pop(files[1], None)
         return self._kv[h]

@@ -378,26 +378,48 @@ def _kv_values_per_token(conf: Any) -> tuple[int, bool]:
     return 2 * heads * head_dim, True
 
 
-def kv_groups(cfg: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _declared_kv_layers(conf: Any, layers: int) -> list[bool] | None:
+    """Which layers keep K and V, as transformers' cache declares them from the config (``get_layer_types_and_kwargs``:
+    a ``linear_attention``, ``conv``, ``mlp`` or ``moe`` layer keeps a fixed state or nothing); None when it cannot
+    tell (then every layer does)."""
+    try:
+        from transformers.cache_utils import DYNAMIC_LAYER_TYPE_MAPPING, DynamicLayer, get_layer_types_and_kwargs
+
+        kinds, _ = get_layer_types_and_kwargs(conf.get_text_config(decoder=True))
+        return [issubclass(DYNAMIC_LAYER_TYPE_MAPPING[k], DynamicLayer) for k in list(kinds)[:layers]]
+    except Exception:  # noqa: BLE001 - a family's config may declare what the mapping does not know
+        return None
+
+
+def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float]] | None = None) -> list[dict[str, Any]] | None:
     """The KV cache's layout as transformers reads the config: ``layer_types`` (which layers slide, and over what
     window), multi-head latent attention (``kv_lora_rank``: engines cache the compressed vector and the RoPE key,
-    not K and V per head), layers of their own head size (``per_layer_config``). None when transformers cannot read
-    it (then every layer caches every KV head)."""
+    not K and V per head), layers of their own head size (``per_layer_config``). Which layers cache per token and the
+    fixed state each keeps per sequence (a hybrid's Mamba, delta-net, convolution layers) come from ``traced``, the
+    model's own cache (``probes.cache_trace.traced_cache``: (bytes per token, bytes per sequence) per layer), else
+    from the layer types transformers' cache declares. None when transformers cannot read the config (then every
+    layer caches every KV head)."""
     conf = _transformers_config(cfg)
     if conf is None:  # an unknown family: the plain count stands
         return None
     layers = int(cfg["num_hidden_layers"])
     types = list(getattr(conf, "layer_types", None) or [])[:layers]
+    if traced is not None and len(traced) == layers:
+        keeps, states = [tok > 0 for tok, _ in traced], [state for _, state in traced]
+    else:
+        keeps, states = _declared_kv_layers(conf, layers) or [True] * layers, [0.0] * layers
     groups: dict[tuple, int] = {}
     for i, layer in enumerate(_layer_configs(conf, layers)):
-        values, split = _kv_values_per_token(layer)
+        values, split = _kv_values_per_token(layer) if keeps[i] else (0, True)
         window = getattr(layer, "sliding_window", None)
         # without layer_types a window applies to every layer (transformers' Mistral, Phi-3, StarCoder2 attention)
-        sliding = isinstance(window, int) and window > 0 and (not types or "sliding" in str(types[i]))
-        key = (window if sliding else None, values, split)
+        sliding = values and isinstance(window, int) and window > 0 and (not types or "sliding" in str(types[i]))
+        key = (window if sliding else None, values, split, round(float(states[i]), 1))
         groups[key] = groups.get(key, 0) + 1
-    return [{"layers": n, "window": w, "values_per_token": v, "split_by_tp": sp}
-            for (w, v, sp), n in sorted(groups.items(), key=lambda kv: kv[0][0] is not None)]
+    if not any(v or st for _, v, _, st in groups):
+        return None  # no layer caches anything that could be read (Bamba's defaults: every layer Mamba, not run here)
+    return [{"layers": n, "window": w, "values_per_token": v, "split_by_tp": sp, **({"state_bytes": st} if st else {})}
+            for (w, v, sp, st), n in sorted(groups.items(), key=lambda kv: kv[0][0] is not None)]
 
 
 def language_model_config(cfg: dict[str, Any]) -> dict[str, Any] | None:

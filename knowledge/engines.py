@@ -34,7 +34,7 @@ ROPE_KERNELS = 13
 ROPE_BYTES_PER_ELEMENT = 18.0
 ENGINE_LAYER_KERNELS = 2 + 4 + 2 * ROPE_KERNELS + 2 + 1 + 2 + 2  # = 39
 QK_NORM_KERNELS = 2  # Qwen3 / OLMo-2 normalise q and k per head: one RMSNorm kernel each
-QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2", "olmoe")  # model types whose attention normalises q and k
+QK_NORM_TYPES = ("qwen3", "qwen3_moe", "olmo2", "olmoe", "gemma3_text")  # model types whose attention normalises q and k
 # Layers that differ from Llama's in kernel count (transformers' modeling files; the engine-style layer builds the same,
 # counted by tests/test_engine_kernels.py): a plain MLP (fc -> activation -> proj, StarCoder2, GPT-NeoX) has no gate
 # product, one kernel fewer; Gemma-2/3 normalise the attention's and the MLP's outputs too, two RMSNorms more

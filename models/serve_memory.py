@@ -90,7 +90,7 @@ def kv_pool_bytes(s: ServeSetup) -> float:
 def engine_kv_tokens(s: ServeSetup) -> int:
     """Tokens the engine's paged KV pool holds on one replica, in whole blocks."""
     block = s.engine.kv_block_tokens
-    return int(kv_pool_bytes(s) // s.kv_bytes(block)) * block
+    return int(kv_pool_bytes(s) // max(1.0, block * s.kv_bytes_per_token)) * block
 
 
 def pool_sequences(s: ServeSetup, context_len: int) -> int:

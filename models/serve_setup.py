@@ -13,7 +13,7 @@ from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeCase
 from knowledge.serving_formats import FORMATS, WeightFormat, default_format, unsupported
 from models.calibration import Calibration
-from models.kv_cache import kv_cache_bytes, kv_heads_per_gpu
+from models.kv_cache import attention_layers, kv_bytes_per_token, kv_cache_bytes, kv_heads_per_gpu, state_bytes
 from models.roofline import Ceilings
 
 
@@ -51,12 +51,23 @@ class ServeSetup:
 
     @property
     def kv_bytes_per_token_layer(self) -> float:
-        """K and V of one new token in one layer on one GPU (what a prefill writes per token and layer)."""
-        return self.kv_bytes(1) / self.arch.num_hidden_layers
+        """K and V of one new token on one GPU, averaged over the layers (what a prefill writes per token and layer;
+        none in a hybrid's recurrent layers)."""
+        return self.kv_bytes_per_token / self.arch.num_hidden_layers
 
     @property
     def kv_bytes_per_token(self) -> float:
-        return self.kv_bytes(1)
+        return kv_bytes_per_token(self.arch, self.tp, self.kv_bits)
+
+    @property
+    def state_bytes_per_layer(self) -> float:
+        """One sequence's fixed recurrent state on one GPU, averaged over the layers (a decode step reads and writes it)."""
+        return state_bytes(self.arch, self.tp) / self.arch.num_hidden_layers
+
+    @property
+    def attention_share(self) -> float:
+        """The share of layers that attend over a KV cache (a hybrid's others run a recurrent scan)."""
+        return attention_layers(self.arch) / self.arch.num_hidden_layers
 
     @property
     def quant_flops(self) -> float:

@@ -40,9 +40,10 @@ from knowledge.engines import (
 from knowledge.errors import AdvisorError
 from knowledge.schema import ModelArch, PlatformSpec, ServeBreakdown, ServeCase, ServePrediction
 from knowledge.units import GiB
-from models.architecture import attention_flops, linears, unfused_elementwise_bytes
+from models.architecture import linears, unfused_elementwise_bytes
 from models.calibration import Calibration
 from models.operators import gemm_efficiency, head_size_factor, indexed_byte_s
+from models.kv_cache import attended_pairs
 from models.serve_memory import chunk_tokens, engine_kv_tokens, max_batch, memory_verdict, weight_bytes
 from models.serve_setup import (
     ServeSetup, expanded_kv_bytes_per_token_layer, expected_experts, make_setup, replicas_of, resolve_format,
@@ -155,19 +156,22 @@ def layer_ops(s: ServeSetup, batch: int, new_tokens: int, kv_len: int, decode: b
     ops = _linear_ops(s, tokens, decode)
     hq = a.num_attention_heads * a.head_size / s.tp
     kv_tok = s.kv_bytes_per_token_layer
+    keys = attended_pairs(a, new_tokens, kv_len)  # per sequence, averaged over layers: windows and recurrent layers
     if decode:
-        flops = 4.0 * batch * kv_len * hq  # QK^T and AV for one query per sequence
-        kv_read = batch * s.kv_bytes(kv_len) / a.num_hidden_layers
+        flops = 4.0 * batch * keys * hq  # QK^T and AV for one query per sequence
+        # the cache read, and a recurrent layer's state read with it and written back
+        kv_read = batch * s.kv_bytes(kv_len) / a.num_hidden_layers + batch * s.state_bytes_per_layer
         # a runtime that repeats grouped K/V heads to the query heads before attention (Hugging Face's SDPA
         # path with a mask) writes and re-reads the expanded copy: kv_expand_factor passes over it
-        expand = batch * kv_len * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor if not s.engine_style else 0.0
+        expand = batch * keys * expanded_kv_bytes_per_token_layer(s) * e.kv_expand_factor if not s.engine_style else 0.0
         mem = (kv_read / (c.memory_bps * e.kv_read_eff) + expand / (c.memory_bps * e.memory_eff)
-               + (4.0 * tokens * hq + tokens * kv_tok) / (c.memory_bps * e.memory_eff))
+               + (4.0 * tokens * hq * s.attention_share + tokens * kv_tok) / (c.memory_bps * e.memory_eff))
         ops.append(Op(flops / (c.matmul_flops * e.attention_eff), mem, "kv"))
     else:
-        flops = attention_flops(a, batch, new_tokens, causal_skip=True) / s.tp + 4.0 * tokens * kv_len * hq
+        flops = 4.0 * batch * keys * hq
         cached = batch * s.kv_bytes(kv_len) / a.num_hidden_layers  # a later chunk reads the cache so far
-        mem = (2.0 * tokens * (2 * hq + 2 * s.kv_heads_per_gpu * a.head_size) + tokens * kv_tok + cached) / (c.memory_bps * e.memory_eff)
+        qkvo = 2.0 * tokens * (2 * hq + 2 * s.kv_heads_per_gpu * a.head_size) * s.attention_share
+        mem = (qkvo + tokens * kv_tok + cached) / (c.memory_bps * e.memory_eff)
         # the probed runtime's captured prefill attends through a mask; engines run causal FlashAttention, whose
         # efficiency the training fit measured (forward and backward)
         att_eff = e.prefill_attention_eff if not s.engine_style else e.attention_eff

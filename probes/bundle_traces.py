@@ -20,7 +20,7 @@ from typing import Any
 
 from advisor.traces import (BUNDLED_TRACES, KV_GROUPS, LORA_DEFAULT, USUAL_LORA_TARGETS, WINDOW, _read,
                             sliding_window)
-from knowledge.catalog import kv_groups, models, resolve_model
+from knowledge.catalog import models, resolve_model
 from knowledge.errors import AdvisorError
 from knowledge.paths import BUNDLED, advisor_home
 from knowledge.traces import TraceVariant
@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", metavar="CONFIG_JSON", help="trace these configs alone (new ones: with --from-home)")
     args = ap.parse_args(argv)
     from knowledge.store import atomic_write_json
+    from probes.cache_trace import cache_layout
     from probes.trace import default_lora_targets
 
     configs = _configs()
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     for h, records in out.items():
         path = BUNDLED_TRACES / f"{h}.json"
         config = configs[h]
-        data = {**records, WINDOW: sliding_window(config), KV_GROUPS: kv_groups(config),
+        data = {**records, WINDOW: sliding_window(config), KV_GROUPS: cache_layout(config),
                 LORA_DEFAULT: default_lora_targets(config, list(USUAL_LORA_TARGETS))}
         atomic_write_json(path, data, indent=None)  # compact: every variant each config's search needs, ~7 MB
     print(f"{sum(map(len, out.values()))} variants of {len(out)} configs written in {time.perf_counter() - t0:.0f} s")

@@ -17,9 +17,10 @@ vLLM's decoder layers (read from its model code) in plain torch, no vLLM needed.
   every expert's gate/up (``w13`` [E, 2I, H]) and one for the downs (``w2`` [E, H, I]), each expert's weights read
   once, static shapes (a decode step captures in one CUDA graph); a shared expert with its sigmoid gate where the
   model has one (Qwen2-MoE);
-- sliding windows (StarCoder2 every layer, Gemma-2 alternate layers, from the config as transformers fills it in):
-  a decode step reads only the last ``window`` cached positions (vLLM reads only those blocks); a prefill chunk
-  longer than the window reads from the window's start and is masked to it.
+- sliding windows (StarCoder2 every layer, Gemma-2 alternate layers, Gemma-3 five of six, its q/k normalised per
+  head; from the config as transformers fills it in): a decode step reads only the last ``window`` cached positions
+  (vLLM reads only those blocks); a prefill chunk longer than the window reads from the window's start and is masked
+  to it.
 
 Not vLLM-like: the KV cache is one contiguous tensor per layer, ``[batch, kv_heads, length, head_dim]`` for K and V
 (a paged cache reads the same bytes in blocks), every position kept even in a sliding layer (vLLM's hybrid allocator
@@ -93,7 +94,7 @@ class Shapes:
 # q/k norms, the MoE ones: Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) and, through ``family_structure``, StarCoder2's and
 # Gemma-2's
 ENGINE_TYPES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "olmoe", "olmo2", "phi3",
-                          "granite", "starcoder2", "gemma2"})
+                          "granite", "starcoder2", "gemma2", "gemma3_text"})
 # families whose q_norm spans num_heads * head_dim and k_norm num_kv_heads * head_dim (transformers' and vLLM's
 # Olmoe/Olmo2 attention); the config does not say, the family's code does
 QK_NORM_FULL_WIDTH_TYPES = frozenset({"olmoe", "olmo2"})
@@ -139,7 +140,8 @@ def moe_structure(arch: ModelArch) -> dict[str, Any]:
 
 def family_structure(arch: ModelArch) -> dict[str, Any]:
     """What a family's layer does beyond Llama's, read from its config as transformers fills it in."""
-    build = {"starcoder2": starcoder2_structure, "gemma2": gemma2_structure, "phi3": phi3_structure}.get(arch.hf_model_type or "")
+    build = {"starcoder2": starcoder2_structure, "gemma2": gemma2_structure, "gemma3_text": gemma2_structure,
+             "phi3": phi3_structure}.get(arch.hf_model_type or "")
     return build(transformers_config(arch), arch.num_hidden_layers) if build else {}
 
 
@@ -157,7 +159,9 @@ def phi3_structure(cfg: Any, layers: int) -> dict[str, Any]:
 
 
 def gemma2_structure(cfg: Any, layers: int) -> dict[str, Any]:
-    """GeGLU, four norms a layer, embeddings scaled, a window on alternate layers, the score scale and soft-caps."""
+    """GeGLU, four norms a layer, embeddings scaled, a window on alternate layers, the score scale and soft-caps
+    (Gemma-3: the same layer with per-head q/k norms, no soft-caps, five sliding layers to one full by its
+    ``layer_types``)."""
     act = getattr(cfg, "hidden_activation", None) or cfg.hidden_act
     scalar = getattr(cfg, "query_pre_attn_scalar", None)
     return {"gelu": is_gelu(act), "post_norms": True, "embed_scale": True,

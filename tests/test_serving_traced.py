@@ -63,11 +63,13 @@ def test_prediction_memory_follows_the_traced_weights(predictor):
 
 
 def test_the_kv_layout_is_kept_beside_the_traces(tmp_path, monkeypatch):
-    """A config's KV layout is read through transformers once, then kept in its trace file under ADVISOR_HOME: the next
-    process needs no import of transformers for it (5 s on two cores); the bundled configs carry theirs."""
+    """A config's KV layout is read through its own code once (``probes.cache_trace``), then kept in its trace file
+    under ADVISOR_HOME: the next process needs no import of transformers for it (5 s on two cores); the bundled
+    configs carry theirs."""
     import json
 
     import knowledge.catalog
+    import probes.cache_trace
     from advisor.traces import KV_GROUPS, TraceBook
 
     monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
@@ -77,7 +79,7 @@ def test_the_kv_layout_is_kept_beside_the_traces(tmp_path, monkeypatch):
     want = knowledge.catalog.kv_groups(arch.hf_config)
     assert want and want[0]["window"] == 4096
     assert TraceBook().kv_groups(arch) == want
-    monkeypatch.setattr(knowledge.catalog, "kv_groups", lambda cfg: pytest.fail("read again"))
+    monkeypatch.setattr(probes.cache_trace, "traced_cache", lambda cfg: pytest.fail("read again"))
     assert TraceBook().kv_groups(arch) == want
     assert TraceBook().kv_groups(resolve_model(CONFIGS + "gemma-2-9b.json"))[1]["window"] == 4096  # bundled
     files = list((tmp_path / "traces").glob("*.json"))

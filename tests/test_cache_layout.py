@@ -1,0 +1,91 @@
+"""A hybrid model's serving cache as its own code keeps it (``probes.cache_trace``): K and V in the layers that attend,
+a fixed state per sequence in its Mamba, gated delta-net and convolution layers, nothing in its MLP-only layers. The
+expected bytes are computed here from each config's sizes, independently of the trace."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from advisor.predictor import Predictor
+from knowledge.catalog import kv_groups, resolve_model, resolve_platform
+from knowledge.schema import ServeCase
+from models.kv_cache import attention_layers, kv_cache_bytes
+from models.serve_memory import kv_pool_bytes
+from models.serve_setup import make_setup
+from models.serving import pass_time
+from probes.cache_trace import traced_cache
+
+CONFIGS = "knowledge/data/configs/"
+
+
+def _config(name: str) -> dict:
+    return json.loads(open(CONFIGS + name + ".json").read())
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    return Predictor()
+
+
+def test_a_gated_delta_net_layer_keeps_its_states_and_no_kv(predictor):
+    """Qwen3-Next: 3 of 12 layers attend (2 KV heads x 256, bf16); each of the other 9 keeps its short convolution's
+    last 4 inputs over 8,192 channels (bf16) and an fp32 recurrent state per value head (32 x 128 x 128). The config's
+    count had every layer caching K and V and no state."""
+    cfg = _config("qwen3-next-12l")
+    arch = predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))
+    channels = 2 * cfg["linear_num_key_heads"] * cfg["linear_key_head_dim"] + cfg["linear_num_value_heads"] * cfg["linear_value_head_dim"]
+    state = channels * cfg["linear_conv_kernel_dim"] * 2 + cfg["linear_num_value_heads"] * cfg["linear_key_head_dim"] * cfg["linear_value_head_dim"] * 4
+    kv_per_token = 2 * cfg["num_key_value_heads"] * cfg["head_dim"] * 2
+    assert attention_layers(arch) == 3
+    assert kv_cache_bytes(arch, 1, 16, 4096) == pytest.approx(3 * 4096 * kv_per_token + 9 * state)
+
+
+def test_mamba_mlp_and_attention_layers_each_keep_their_own(predictor):
+    """Nemotron-H (12-layer cut: 5 Mamba-2, 5 MLP, 2 attention): a Mamba-2 layer keeps its fp32 SSM state (the config's
+    mamba_ssm_cache_dtype) per head (128 x 64 x 128) and its convolution window (inner + 2 x groups x state channels,
+    4 positions, bf16); an MLP layer keeps nothing."""
+    cfg = _config("nemotron-h-12l")
+    arch = predictor.serving_layout(resolve_model(CONFIGS + "nemotron-h-12l.json"))
+    ssm = cfg["mamba_num_heads"] * cfg["mamba_head_dim"] * cfg["ssm_state_size"] * 4
+    conv = (cfg["mamba_num_heads"] * cfg["mamba_head_dim"] + 2 * cfg["n_groups"] * cfg["ssm_state_size"]) * cfg["conv_kernel"] * 2
+    heads = cfg["num_key_value_heads"] * (cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"])
+    assert attention_layers(arch) == 2
+    assert kv_cache_bytes(arch, 1, 16, 1000) == pytest.approx(2 * 1000 * 2 * heads * 2 + 5 * (ssm + conv))
+
+
+def test_a_family_s_own_cache_class_is_read_layer_by_layer():
+    """MiniMax keeps its linear-attention states in a list of its own beside the attention layers' cache: each layer's
+    share is what it adds while it runs, whatever the class indexes."""
+    traced = traced_cache(_config("minimax-defaults-4l"))  # full, linear, full, linear
+    assert [tok > 0 for tok, _ in traced] == [True, False, True, False]
+    assert traced[1][1] > 0 and traced[0][1] == 0
+
+
+def test_a_dense_model_s_layout_is_unchanged_by_its_trace():
+    """Every layer of a dense model attends and keeps no state: the trace agrees with the config's count."""
+    for name in ("qwen3-8b", "gemma-3-1b", "deepseek-v2-lite"):
+        cfg = _config(name)
+        assert kv_groups(cfg, traced_cache(cfg)) == kv_groups(cfg)
+
+
+def test_an_engine_s_pool_holds_a_hybrid_s_sequences_by_their_own_cache(predictor):
+    """vLLM's pool on an H100 holds as many 8k-token Qwen3-Next sequences as its attention layers' blocks plus every
+    recurrent layer's state allow (50 + 19 MB a sequence), 2.9x the sequences the every-layer count allowed; a decode step reads that
+    cache (and writes the states back), not twelve layers of K/V."""
+    plat = resolve_platform("h100x1")
+    cal = predictor.serving_calibration(plat)
+    own = predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))
+    case = ServeCase(id="q", hardware="h100x1", model=CONFIGS + "qwen3-next-12l.json", task="serve", batch_size=64,
+                     prompt_len=8192)
+    got = predictor.predict(case)
+    s = make_setup(own, plat, cal)
+    block = s.engine.kv_block_tokens
+    per_seq = kv_cache_bytes(own, 1, 16, math.ceil(8193 / block) * block)  # the prompt and the token decoded
+    assert got.max_batch_size == int(kv_pool_bytes(s) // per_seq)
+    every = own.model_copy(update={"kv_groups": None})
+    assert got.max_batch_size > 2.5 * int(kv_pool_bytes(s) // kv_cache_bytes(every, 1, 16, 8192))
+    read_own, read_every = (pass_time(make_setup(a, plat, cal), 64, 1, 8192, decode=True).kv_s for a in (own, every))
+    assert read_own < 0.5 * read_every
