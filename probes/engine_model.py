@@ -19,8 +19,8 @@ vLLM's decoder layers (read from its model code) in plain torch, no vLLM needed.
   model has one (Qwen2-MoE);
 - sliding windows (StarCoder2 every layer, Gemma-2 alternate layers, Gemma-3 five of six, its q/k normalised per
   head; from the config as transformers fills it in): a decode step reads only the last ``window`` cached positions
-  (vLLM reads only those blocks); a prefill chunk longer than the window reads from the window's start and is masked
-  to it.
+  (vLLM reads only those blocks); a prefill chunk reads from the window's start and is masked to it, one window of
+  queries at a time where it is longer than the window (FlashAttention's local attention skips the tiles outside it).
 
 Not vLLM-like: the KV cache is one contiguous tensor per layer, ``[batch, kv_heads, length, head_dim]`` for K and V
 (a paged cache reads the same bytes in blocks), every position kept even in a sliding layer (vLLM's hybrid allocator
@@ -428,7 +428,7 @@ class EngineDecoder:
         """q [b, H, t, d] over the cache [b, Hkv, L, d] up to position start + t - 1. A decode step reads all of it,
         or a sliding ``window``'s last ``window`` positions only (a paged engine reads only those blocks); a prefill
         chunk attends causally over all it sees, from the window's start and masked to it where the window is
-        shorter than what the chunk sees."""
+        shorter than what the chunk sees; a chunk longer than its window, one window of queries at a time."""
         import torch
 
         if t == 1:  # decode: the cache holds exactly the positions attended (sized kv_len + 1)
@@ -437,6 +437,12 @@ class EngineDecoder:
                 keys, values = kc[:, :, -window:], vc[:, :, -window:]
         else:
             first = int(start) if not torch.is_tensor(start) else int(start.item())
+            if window and t > window:
+                # FlashAttention's local attention (vLLM) skips the tiles outside the window: queries in blocks of
+                # one window, each over the keys its window reaches (two windows at most), not the whole chunk's
+                parts = [self._attend(q[:, :, a: a + window], kc, vc, start_t, first + a, min(window, t - a), attn, window)
+                         for a in range(0, t, window)]
+                return torch.cat(parts, dim=2)
             lo = max(0, first - window + 1) if window and first + t > window else 0
             keys, values = kc[:, :, lo: first + t], vc[:, :, lo: first + t]
             mask = self._chunk_mask(first, t, lo, window)

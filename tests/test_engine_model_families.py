@@ -164,7 +164,7 @@ def test_a_sliding_window_decode_reads_its_window_only(name, attn, tmp_path):
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "bmm"])
-@pytest.mark.parametrize("first,t", [(0, 9), (5, 6), (2, 3)])
+@pytest.mark.parametrize("first,t", [(0, 9), (5, 6), (2, 3), (3, 13)])
 def test_a_sliding_window_prefill_chunk_sees_the_window_only(first, t, attn, tmp_path):
     """Query at position p sees keys p - window + 1 .. p (itself included), as vLLM's and transformers' windows."""
     dec = decoder("starcoder2-3b", tmp_path)
