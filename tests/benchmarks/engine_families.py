@@ -23,12 +23,20 @@ OWN = Path(__file__).resolve().parents[2] / "knowledge" / "measurements" / "own"
 FIELDS = ("decode_step_s", "prefill_s")
 # 2026-11-28: grids 4 and 5 predicted after the MoE routing's bytes; grid 6 after the rotary's bytes and the head size's
 # attention rate too (each grid's predictions stored before its call, with that moment's code and fit)
-NEWEST_GRIDS = {"engine-families-4-": "4 and 5", "engine-families-5-": "4 and 5", "engine-families-6-": "6"}
+# 2026-12-07: grid 7 (Gemma-3, never run) predicted after the serving cache's own layout and the windows' attention work;
+# grid 8 (Gemma-3 again, Gemma-2-2B and StarCoder2 at 2k and 8k) after the engine-style decoder's windowed prefill
+# skipped the tiles outside the window as FlashAttention's local attention does (grid 7 ran before that)
+NEWEST_GRIDS = {"engine-families-4-": "4 and 5", "engine-families-5-": "4 and 5", "engine-families-6-": "6",
+                "engine-families-7-": "7", "engine-families-8-": "8"}
 NEWEST_LABELS = {
-    "4 and 5": "Mixtral and Qwen3-MoE engine-style, Phi-3-mini, OLMo-2, Mistral-Nemo; Phi-4-mini, Qwen2.5-3B, SmolLM2, "
-               "Qwen3-14B",
-    "6": "Phi-3-medium, Qwen3-1.7B, Llama-2-13B and Llama-3.2-3B engine-style",
+    "4 and 5": "2026-11-28: Mixtral and Qwen3-MoE engine-style, Phi-3-mini, OLMo-2, Mistral-Nemo; Phi-4-mini, Qwen2.5-3B, "
+               "SmolLM2, Qwen3-14B",
+    "6": "2026-11-28: Phi-3-medium, Qwen3-1.7B, Llama-2-13B and Llama-3.2-3B engine-style",
+    "7": "2026-12-07: Gemma-3-1B and the 4B's language model; the decoder masked a sliding layer's whole chunk",
+    "8": "2026-12-07: Gemma-3 again, Gemma-2-2B and StarCoder2-3B; the decoder's windowed prefill one window at a time",
 }
+# a grid's rows: in the fit (``own/``) or held out (``own/logs/``); not its cases, predictions or side experiments
+RUNS = re.compile(r"-engine-families(-\d+)?-\d{4}-\d\d-\d\d\.jsonl$")
 
 
 def lines(path: Path) -> list[dict]:
@@ -74,7 +82,8 @@ def main() -> None:
     stored, today = [], []
     new_stored: dict[str, list] = defaultdict(list)
     predictor = Predictor()
-    for runs in sorted(OWN.glob("*-engine-families-*.jsonl")):
+    files = sorted(OWN.glob("*-engine-families-*.jsonl")) + sorted((OWN / "logs").glob("*-engine-families-*.jsonl"))
+    for runs in (f for f in files if RUNS.search(f.name)):
         newest = next((label for g, label in NEWEST_GRIDS.items() if g in runs.name), None)
         preds = OWN / "logs" / re.sub(r"-(\d{4}-\d\d-\d\d)\.jsonl$", r"-predictions-\1.jsonl", runs.name)
         before = {p["id"]: p for p in lines(preds)}
@@ -97,7 +106,7 @@ def main() -> None:
     report("stored before the runs", stored)
     report("code of today", today)
     for label, pairs in sorted(new_stored.items()):
-        report(f"stored before the runs, grid {label} of 2026-11-28 only ({NEWEST_LABELS[label]}: never run engine-style, "
+        report(f"stored before the runs, grid {label} only ({NEWEST_LABELS[label]}: never run engine-style, "
                "predicted by the fit of every earlier row)", pairs)
 
 if __name__ == "__main__":
