@@ -13,7 +13,8 @@ from rich.table import Table
 from advisor.output import console, print_hanging
 from advisor.tables import relative_range, with_error
 from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
-from knowledge.schema import FORMAT_BITS, Profile
+from knowledge.schema import FORMAT_BITS, ModelArch, Profile
+from models.kv_cache import attention_layers, kv_bytes_per_token, kv_len_per_layer, state_bytes
 from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
 
 SLO_STATISTIC = "mean"
@@ -86,8 +87,31 @@ def serve_recommendation(hardware: str, model: str | dict, profile: Profile | No
         "slo_statistic": SLO_STATISTIC, "definitions": SLO_DEFINITIONS, "searched": res.spaces,
         "recommendations": rows, "nothing_fits": not res.points, "nothing_meets": not rows,
         "closest_miss": res.closest_miss, "would_meet": res.would_meet, "launch": launch,
-        "burst": rows[0]["load"] if rows else None,
+        "burst": rows[0]["load"] if rows else None, "cache": cache_layout(arch),
     }
+
+
+def cache_layout(arch: ModelArch) -> dict:
+    """What one sequence keeps in the cache of one 16-bit replica (``models.kv_cache``, the model's own layout): layers
+    that attend, their bytes per token, the sliding ones' windows, the recurrent layers' fixed state."""
+    layers = arch.num_hidden_layers
+    windows = [(n, g.window) for (n, _), g in zip(kv_len_per_layer(arch, 1), arch.kv_groups or []) if g.window]
+    return {"layers": layers, "attention_layers": attention_layers(arch), "kv_bytes_per_token": kv_bytes_per_token(arch, 1, 16),
+            "sliding": [{"layers": n, "window": w} for n, w in windows], "state_bytes": state_bytes(arch, 1),
+            "state_layers": sum(g.layers for g in arch.kv_groups or [] if g.state_bytes)}
+
+
+def cache_text(cache: dict) -> str | None:
+    """One line on a cache that is not every layer's K/V at every position; None for one that is."""
+    parts = []
+    if cache["attention_layers"] < cache["layers"]:
+        parts.append(f"K/V in {cache['attention_layers']} of {cache['layers']} layers "
+                     f"({cache['kv_bytes_per_token'] / 1024:,.1f} KiB per token)")
+    parts += [f"{s['layers']} layers keep the last {s['window']:,} tokens" for s in cache["sliding"]]
+    if cache["state_bytes"]:
+        parts.append(f"{cache['state_bytes'] / 2**20:,.1f} MiB of recurrent state per sequence "
+                     f"({cache['state_layers']} recurrent layers)")
+    return ("Cache (the model's own layout, 16-bit, one replica): " + "; ".join(parts)) if parts else None
 
 
 def _load_text(rec: dict) -> str:
@@ -135,6 +159,8 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
                  str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
         t.add_row(*cells, *([r["why"]] if wide else []))
     console.print(t)
+    if rec.get("cache") and cache_text(rec["cache"]):
+        print_hanging(cache_text(rec["cache"]))
     print_hanging(top_pick_text(rec))
     for fmt, why in rec["searched"].get("not_searched", {}).items():
         print_hanging(f"{fmt} not searched: {why}")

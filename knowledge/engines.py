@@ -118,6 +118,14 @@ TRANSFORMERS = Engine("transformers", "transformers + CUDA graphs (as probed)", 
                       kernels_per_layer=0, paged=False, prefill_graphed=True)
 
 DEFAULT_ENGINE = "vllm"  # what a serving case without an engine is predicted as (CONTRACT.md)
+# transformers runs a hybrid's Mamba-2, gated delta-net and KDA layers on kernels from other packages where installed,
+# else on its torch reference code, which materialises whole chunks of the scan: on an H100 (2026-12-07, grid
+# h100x1-hybrid-serve, knowledge/measurements/own/logs/) Nemotron-H and Falcon-H1 asked for 128 GiB-1 TiB at 8-16 x 2,048
+# tokens, Kimi-Linear 16-32 GiB, where the count (the fused kernels') said they fit
+TRANSFORMERS_RECURRENT_NOTE = ("transformers runs this model's recurrent layers fast and within this memory only with "
+                               "mamba-ssm, causal-conv1d or flash-linear-attention installed; its torch fallback "
+                               "materialises whole chunks of the scan (measured: 128 GiB-1 TiB at 8-16 x 2,048 tokens "
+                               "for Nemotron-H and Falcon-H1)")
 CASE_ENGINES = (*ENGINES, TRANSFORMERS.name)  # what a case's ``engine`` may name
 
 

@@ -58,9 +58,14 @@ def attended_pairs(arch: ModelArch, new_tokens: float, kv_len: float) -> float:
                ) / arch.num_hidden_layers
 
 
+def _token_bytes(arch: ModelArch, tp: int, kv_bits: int) -> list[float]:
+    """Bytes one token adds to one layer of each group on one GPU: its values per token, ``kv_bits`` each."""
+    return [values * _share(arch, tp, split) * kv_bits / 8 for _, _, values, split, _ in _groups(arch)]
+
+
 def kv_bytes_per_token(arch: ModelArch, tp: int, kv_bits: int) -> float:
     """Bytes one new token adds to one sequence's cache on one GPU, all layers (what a prefill writes per token)."""
-    return sum(n * values * _share(arch, tp, split) * kv_bits / 8 for n, _, values, split, _ in _groups(arch))
+    return sum(g[0] * b for g, b in zip(_groups(arch), _token_bytes(arch, tp, kv_bits)))
 
 
 def state_bytes(arch: ModelArch, tp: int) -> float:
@@ -73,6 +78,5 @@ def kv_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: float) -> flo
     """Bytes one sequence's cache holds on one GPU at ``kv_len`` cached tokens, all layers: the values each attending
     layer caches per token, ``kv_bits`` each, and the recurrent layers' fixed states; also what one decode step of that
     sequence reads."""
-    tokens = sum(n * cached * values * _share(arch, tp, split) * kv_bits / 8
-                 for (n, cached), (_, _, values, split, _) in zip(kv_len_per_layer(arch, kv_len), _groups(arch)))
+    tokens = sum(n * cached * b for (n, cached), b in zip(kv_len_per_layer(arch, kv_len), _token_bytes(arch, tp, kv_bits)))
     return tokens + state_bytes(arch, tp)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from knowledge.engines import TRANSFORMERS_RECURRENT_NOTE
 from knowledge.units import GiB
 from models.architecture import linears, param_counts
+from models.kv_cache import state_bytes
 from models.memory import usable_gib
 from models.oom import P_OOM_FITS, SERVE_SPREAD, p_exceeds
 from models.serve_setup import ServeSetup, expanded_kv_bytes_per_token_layer
@@ -149,7 +151,9 @@ def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int,
         needed = fixed + batch * seq.required
         fits = needed <= cap
         why = None if fits else f"needs {round_up(needed / GiB)} GiB per GPU, {round_down(cap / GiB)} GiB usable of {gpu_gib:.1f}"
-        return _with_risk(MemoryVerdict(fixed + kv + act, needed, cap, kv, act, max_batch(s, prompt_len, context_len), None, fits, why))
+        note = TRANSFORMERS_RECURRENT_NOTE if state_bytes(s.arch, s.tp) else None
+        return _with_risk(MemoryVerdict(fixed + kv + act, needed, cap, kv, act, max_batch(s, prompt_len, context_len), None, fits,
+                                        why, note))
     e, used, pool = s.engine, engine_used_bytes(s), kv_pool_bytes(s)
     block = e.kv_block_tokens
     kv = batch * s.kv_bytes(context_len)

@@ -89,3 +89,27 @@ def test_an_engine_s_pool_holds_a_hybrid_s_sequences_by_their_own_cache(predicto
     assert got.max_batch_size > 2.5 * int(kv_pool_bytes(s) // kv_cache_bytes(every, 1, 16, 8192))
     read_own, read_every = (pass_time(make_setup(a, plat, cal), 64, 1, 8192, decode=True).kv_s for a in (own, every))
     assert read_own < 0.5 * read_every
+
+
+def test_the_transformers_runtime_of_a_hybrid_says_which_kernels_its_memory_assumes(predictor):
+    """transformers' torch fallback for a Mamba-2 scan asked for 128 GiB-1 TiB where the count said 8 x 2,048 tokens
+    fit: a hybrid served by transformers says which packages the count assumes; a dense model says nothing of it."""
+    def note(name: str) -> str | None:
+        case = ServeCase(id="n", hardware="h100x1", model=CONFIGS + name + ".json", task="serve", batch_size=8,
+                         prompt_len=2048, engine="transformers")
+        return predictor.predict(case).note
+
+    assert "mamba-ssm" in (note("nemotron-h-12l") or "")
+    assert note("qwen3-8b") is None
+
+
+def test_the_serving_table_says_what_a_sequence_keeps(predictor):
+    """`recommend --task serve` prints a hybrid's cache as it is (K/V in 3 of 12 layers, nine layers of state) and a
+    sliding model's windows; a model whose every layer keeps every position gets no line."""
+    from advisor.serve_recommend import cache_layout, cache_text
+
+    qwen = cache_text(cache_layout(predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))))
+    assert "K/V in 3 of 12 layers" in qwen and "(9 recurrent layers)" in qwen
+    assert "22 layers keep the last 512 tokens" in cache_text(cache_layout(predictor.serving_layout(
+        resolve_model(CONFIGS + "gemma-3-1b.json"))))
+    assert cache_text(cache_layout(predictor.serving_layout(resolve_model("llama3-8b")))) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from advisor.serve_recommend import cache_text
 from app import state
 from app.sidebar import Selection
 
@@ -86,6 +87,9 @@ def _serve(sel: Selection) -> None:
                 "exhaustively (as `advisor recommend --task serve`)" + (f", keeping only those with {limits_text}" if limits_text else ""))
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.caption(res["definitions"])
+    cache = cache_text(res["cache"]) if res.get("cache") else None
+    if cache:
+        st.caption(cache)
     st.markdown("**Launch the top pick:**")
     st.code("\n".join(res["launch"]["lines"]), language="bash")
     st.download_button("Download serve.sh", res["launch"]["script"], file_name="serve.sh", mime="text/x-shellscript",
