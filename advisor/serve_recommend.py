@@ -14,7 +14,7 @@ from advisor.output import console, print_hanging
 from advisor.tables import relative_range, with_error
 from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
 from knowledge.schema import FORMAT_BITS, ModelArch, Profile
-from models.kv_cache import attention_layers, kv_bytes_per_token, kv_len_per_layer, state_bytes
+from models.kv_cache import attention_layers, kv_bytes_per_token, state_bytes
 from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
 
 SLO_STATISTIC = "mean"
@@ -87,18 +87,18 @@ def serve_recommendation(hardware: str, model: str | dict, profile: Profile | No
         "slo_statistic": SLO_STATISTIC, "definitions": SLO_DEFINITIONS, "searched": res.spaces,
         "recommendations": rows, "nothing_fits": not res.points, "nothing_meets": not rows,
         "closest_miss": res.closest_miss, "would_meet": res.would_meet, "launch": launch,
-        "burst": rows[0]["load"] if rows else None, "cache": cache_layout(arch),
+        "burst": rows[0]["load"] if rows else None, "cache": cache_summary(arch),
     }
 
 
-def cache_layout(arch: ModelArch) -> dict:
+def cache_summary(arch: ModelArch) -> dict:
     """What one sequence keeps in the cache of one 16-bit replica (``models.kv_cache``, the model's own layout): layers
     that attend, their bytes per token, the sliding ones' windows, the recurrent layers' fixed state."""
-    layers = arch.num_hidden_layers
-    windows = [(n, g.window) for (n, _), g in zip(kv_len_per_layer(arch, 1), arch.kv_groups or []) if g.window]
-    return {"layers": layers, "attention_layers": attention_layers(arch), "kv_bytes_per_token": kv_bytes_per_token(arch, 1, 16),
-            "sliding": [{"layers": n, "window": w} for n, w in windows], "state_bytes": state_bytes(arch, 1),
-            "state_layers": sum(g.layers for g in arch.kv_groups or [] if g.state_bytes)}
+    groups = arch.kv_groups or []
+    return {"layers": arch.num_hidden_layers, "attention_layers": attention_layers(arch),
+            "kv_bytes_per_token": kv_bytes_per_token(arch, 1, 16),
+            "sliding": [{"layers": g.layers, "window": g.window} for g in groups if g.window],
+            "state_bytes": state_bytes(arch, 1), "state_layers": sum(g.layers for g in groups if g.state_bytes)}
 
 
 def cache_text(cache: dict) -> str | None:
@@ -159,8 +159,9 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
                  str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
         t.add_row(*cells, *([r["why"]] if wide else []))
     console.print(t)
-    if rec.get("cache") and cache_text(rec["cache"]):
-        print_hanging(cache_text(rec["cache"]))
+    cache = cache_text(rec["cache"]) if rec.get("cache") else None
+    if cache:
+        print_hanging(cache)
     print_hanging(top_pick_text(rec))
     for fmt, why in rec["searched"].get("not_searched", {}).items():
         print_hanging(f"{fmt} not searched: {why}")

@@ -84,19 +84,12 @@ def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[float]:
 
 
 def _built(config: dict[str, Any], cut: list[int] | None) -> tuple[Any, Any]:
-    """The model (its layers ``cut``, or all) with fake bf16 parameters, in eval mode, and its fake mode."""
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    """The model (its layers ``cut``, or all) with fake bf16 parameters, as serving's trace builds it
+    (``probes.trace._build`` of ``advisor.traces.SERVING_VARIANT``), in eval mode, and its fake mode."""
+    from advisor.traces import SERVING_VARIANT
+    from probes.trace import _build
 
-    from probes.trace import _cut_config, _from_config
-
-    conf = _cut_config(config, len(cut) if cut else int(config["num_hidden_layers"]), "sdpa", cut)
-    conf.use_cache = True
-    with torch.device("meta"):
-        model = _from_config(conf, dtype=torch.bfloat16)
-    fake = FakeTensorMode(allow_non_fake_inputs=True)
-    with fake:
-        model = model.to_empty(device="cpu")
+    model, fake = _build(config, len(cut) if cut else int(config["num_hidden_layers"]), SERVING_VARIANT, cut)
     return model.eval(), fake
 
 

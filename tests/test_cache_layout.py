@@ -106,10 +106,11 @@ def test_the_transformers_runtime_of_a_hybrid_says_which_kernels_its_memory_assu
 def test_the_serving_table_says_what_a_sequence_keeps(predictor):
     """`recommend --task serve` prints a hybrid's cache as it is (K/V in 3 of 12 layers, nine layers of state) and a
     sliding model's windows; a model whose every layer keeps every position gets no line."""
-    from advisor.serve_recommend import cache_layout, cache_text
+    from advisor.serve_recommend import cache_summary, cache_text
 
-    qwen = cache_text(cache_layout(predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))))
+    qwen = cache_text(cache_summary(predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))))
     assert "K/V in 3 of 12 layers" in qwen and "(9 recurrent layers)" in qwen
-    assert "22 layers keep the last 512 tokens" in cache_text(cache_layout(predictor.serving_layout(
+    assert "22 layers keep the last 512 tokens" in cache_text(cache_summary(predictor.serving_layout(
         resolve_model(CONFIGS + "gemma-3-1b.json"))))
-    assert cache_text(cache_layout(predictor.serving_layout(resolve_model("llama3-8b")))) is None
+    assert cache_text(cache_summary(predictor.serving_layout(resolve_model("llama3-8b")))) is None
+
