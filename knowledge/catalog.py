@@ -386,7 +386,9 @@ def _declared_kv_layers(conf: Any, layers: int) -> list[bool] | None:
         from transformers.cache_utils import DYNAMIC_LAYER_TYPE_MAPPING, DynamicLayer, get_layer_types_and_kwargs
 
         kinds, _ = get_layer_types_and_kwargs(conf.get_text_config(decoder=True))
-        return [issubclass(DYNAMIC_LAYER_TYPE_MAPPING[k], DynamicLayer) for k in list(kinds)[:layers]]
+        keeps = [issubclass(DYNAMIC_LAYER_TYPE_MAPPING[k], DynamicLayer) for k in list(kinds)[:layers]]
+        # the list stops before the last num_kv_shared_layers (Gemma-3n): they read an earlier layer's cache
+        return keeps + [False] * (layers - len(keeps))
     except Exception:  # noqa: BLE001 - a family's config may declare what the mapping does not know
         return None
 

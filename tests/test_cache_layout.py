@@ -114,3 +114,14 @@ def test_the_serving_table_says_what_a_sequence_keeps(predictor):
         resolve_model(CONFIGS + "gemma-3-1b.json"))))
     assert cache_text(cache_summary(predictor.serving_layout(resolve_model("llama3-8b")))) is None
 
+
+def test_layers_that_share_an_earlier_layer_s_cache_keep_none_of_their_own():
+    """Gemma-3n's last num_kv_shared_layers read an earlier layer's K/V: transformers' declared layer types stop before
+    them, and the layout (where the model's own prefill is not read) gives them no cache instead of failing."""
+    import transformers
+
+    conf = transformers.AutoConfig.for_model("gemma3n_text")
+    cfg = {k: v for k, v in conf.to_dict().items() if not k.startswith("_")} | {"model_type": "gemma3n_text"}
+    groups = kv_groups(cfg)
+    assert sum(g["layers"] for g in groups) == conf.num_hidden_layers
+    assert sum(g["layers"] for g in groups if not g["values_per_token"]) == conf.num_kv_shared_layers
