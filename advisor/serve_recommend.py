@@ -14,7 +14,8 @@ from advisor.output import console, print_hanging
 from advisor.tables import relative_range, with_error
 from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
 from knowledge.schema import FORMAT_BITS, ModelArch, Profile
-from models.kv_cache import attention_layers, kv_bytes_per_token, state_bytes
+from knowledge.engines import engine_named
+from models.kv_cache import attention_layers, hybrid_block_tokens, kv_bytes_per_token, state_bytes
 from models.serve_launch import ENGINE_NAMES, Launch, hub_id, launch_lines, launch_script
 
 SLO_STATISTIC = "mean"
@@ -87,18 +88,22 @@ def serve_recommendation(hardware: str, model: str | dict, profile: Profile | No
         "slo_statistic": SLO_STATISTIC, "definitions": SLO_DEFINITIONS, "searched": res.spaces,
         "recommendations": rows, "nothing_fits": not res.points, "nothing_meets": not rows,
         "closest_miss": res.closest_miss, "would_meet": res.would_meet, "launch": launch,
-        "burst": rows[0]["load"] if rows else None, "cache": cache_summary(arch),
+        "burst": rows[0]["load"] if rows else None, "cache": cache_summary(arch, engine),
     }
 
 
-def cache_summary(arch: ModelArch) -> dict:
+def cache_summary(arch: ModelArch, engine: str | None = None) -> dict:
     """What one sequence keeps in the cache of one 16-bit replica (``models.kv_cache``, the model's own layout): layers
-    that attend, their bytes per token, the sliding ones' windows, the recurrent layers' fixed state."""
+    that attend, their bytes per token, the sliding ones' windows, the recurrent layers' fixed state as ``engine`` keeps
+    it (vLLM by default) and the attention block its allocator pages a hybrid in."""
     groups = arch.kv_groups or []
+    e = engine_named(engine)
+    block = hybrid_block_tokens(arch, 1, 16, e.kv_block_tokens) if e.hybrid_pages else None
     return {"layers": arch.num_hidden_layers, "attention_layers": attention_layers(arch),
             "kv_bytes_per_token": kv_bytes_per_token(arch, 1, 16),
             "sliding": [{"layers": g.layers, "window": g.window} for g in groups if g.window],
-            "state_bytes": state_bytes(arch, 1), "state_layers": sum(g.layers for g in groups if g.state_bytes)}
+            "state_bytes": state_bytes(arch, 1, engine=e.paged), "state_layers": sum(g.layers for g in groups if g.state_bytes),
+            "engine": e.label, "block_tokens": block if block and block != e.kv_block_tokens else None}
 
 
 def cache_text(cache: dict) -> str | None:
@@ -110,7 +115,9 @@ def cache_text(cache: dict) -> str | None:
     parts += [f"{s['layers']} layers keep the last {s['window']:,} tokens" for s in cache["sliding"]]
     if cache["state_bytes"]:
         parts.append(f"{cache['state_bytes'] / 2**20:,.1f} MiB of recurrent state per sequence "
-                     f"({cache['state_layers']} recurrent layers)")
+                     f"({cache['state_layers']} recurrent layers, as {cache['engine']} keeps it)")
+    if cache.get("block_tokens"):
+        parts.append(f"{cache['engine']} pages its attention in {cache['block_tokens']:,}-token blocks, one state per page")
     return ("Cache (the model's own layout, 16-bit, one replica): " + "; ".join(parts)) if parts else None
 
 

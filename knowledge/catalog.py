@@ -393,35 +393,55 @@ def _declared_kv_layers(conf: Any, layers: int) -> list[bool] | None:
         return None
 
 
-def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float]] | None = None) -> list[dict[str, Any]] | None:
+# vLLM keeps a recurrent layer's convolution and scan states in the model's dtype (16-bit) unless the model names its
+# scan state's dtype, as Nemotron-H (mamba_ssm_cache_dtype, float32 by default) and Qwen3.5 (mamba_ssm_dtype) do; then it
+# keeps that dtype, as transformers does (vLLM 0.34.0: model_executor/layers/mamba/mamba_utils.py
+# MambaStateDtypeCalculator, model_executor/models/config.py NemotronHForCausalLMConfig and
+# Qwen3_5ForConditionalGenerationConfig). transformers keeps a gated delta-net's scan state in fp32 whatever the config.
+SSM_STATE_DTYPE_FIELDS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+ENGINE_STATE_VALUE_BYTES = 2.0
+
+
+def _engine_state_bytes(conf: Any, state_bytes: float, state_values: float) -> float:
+    """The bytes of a layer's fixed state as a serving engine keeps it (``SSM_STATE_DTYPE_FIELDS``)."""
+    text = conf.get_text_config(decoder=True) if hasattr(conf, "get_text_config") else conf
+    if any(getattr(text, f, None) for f in SSM_STATE_DTYPE_FIELDS):
+        return state_bytes
+    return ENGINE_STATE_VALUE_BYTES * state_values
+
+
+def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | None = None) -> list[dict[str, Any]] | None:
     """The KV cache's layout as transformers reads the config: ``layer_types`` (which layers slide, and over what
     window), multi-head latent attention (``kv_lora_rank``: engines cache the compressed vector and the RoPE key,
     not K and V per head), layers of their own head size (``per_layer_config``). Which layers cache per token and the
     fixed state each keeps per sequence (a hybrid's Mamba, delta-net, convolution layers) come from ``traced``, the
-    model's own cache (``probes.cache_trace.traced_cache``: (bytes per token, bytes per sequence) per layer), else
-    from the layer types transformers' cache declares. None when transformers cannot read the config (then every
-    layer caches every KV head)."""
+    model's own cache (``probes.cache_trace.traced_cache``: bytes per token, bytes and values per sequence, per layer),
+    else from the layer types transformers' cache declares. A state is kept as transformers holds it (``state_bytes``)
+    and as an engine does (``engine_state_bytes``, ``SSM_STATE_DTYPE_FIELDS``). None when transformers cannot read the
+    config (then every layer caches every KV head)."""
     conf = _transformers_config(cfg)
     if conf is None:  # an unknown family: the plain count stands
         return None
     layers = int(cfg["num_hidden_layers"])
     types = list(getattr(conf, "layer_types", None) or [])[:layers]
     if traced is not None and len(traced) == layers:
-        keeps, states = [tok > 0 for tok, _ in traced], [state for _, state in traced]
+        keeps = [t[0] > 0 for t in traced]
+        states = [(float(t[1]), _engine_state_bytes(conf, t[1], t[2]) if t[1] else 0.0) for t in traced]
     else:
-        keeps, states = _declared_kv_layers(conf, layers) or [True] * layers, [0.0] * layers
+        keeps, states = _declared_kv_layers(conf, layers) or [True] * layers, [(0.0, 0.0)] * layers
     groups: dict[tuple, int] = {}
     for i, layer in enumerate(_layer_configs(conf, layers)):
         values, split = _kv_values_per_token(layer) if keeps[i] else (0, True)
         window = getattr(layer, "sliding_window", None)
         # without layer_types a window applies to every layer (transformers' Mistral, Phi-3, StarCoder2 attention)
         sliding = values and isinstance(window, int) and window > 0 and (not types or "sliding" in str(types[i]))
-        key = (window if sliding else None, values, split, round(float(states[i]), 1))
+        key = (window if sliding else None, values, split, round(states[i][0], 1), round(states[i][1], 1))
         groups[key] = groups.get(key, 0) + 1
-    if not any(v or st for _, v, _, st in groups):
+    if not any(v or st for _, v, _, st, _ in groups):
         return None  # no layer caches anything that could be read (Bamba's defaults: every layer Mamba, not run here)
-    return [{"layers": n, "window": w, "values_per_token": v, "split_by_tp": sp, **({"state_bytes": st} if st else {})}
-            for (w, v, sp, st), n in sorted(groups.items(), key=lambda kv: kv[0][0] is not None)]
+    return [{"layers": n, "window": w, "values_per_token": v, "split_by_tp": sp,
+             **({"state_bytes": st, "engine_state_bytes": est} if st else {})}
+            for (w, v, sp, st, est), n in sorted(groups.items(), key=lambda kv: kv[0][0] is not None)]
 
 
 def language_model_config(cfg: dict[str, Any]) -> dict[str, Any] | None:

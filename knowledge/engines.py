@@ -89,6 +89,9 @@ class Engine:
     # (CUDA graphs for decode only), and as the project's engine emulation runs them (probes/engine_sweep.py). vLLM's
     # steps of at most 512 tokens replay piecewise graphs; they are charged as eager too (no such step was measured)
     prefill_graphed: bool = False
+    # True: a model whose layers cache unlike (a hybrid's recurrent layers, sliding and full attention) is paged as
+    # vLLM's hybrid KV cache manager pages it (models.kv_cache.paged_cache_bytes); False: token by token, whole blocks
+    hybrid_pages: bool = False
 
     def chunk_tokens_for(self, gpu_memory_gib: float, gpu_name: str = "") -> int:
         # vLLM counts an 80 GB A100 as small too (arg_utils.py: ``"a100" not in device_name``)
@@ -96,10 +99,14 @@ class Engine:
         return self.chunk_tokens_small_gpu if small else self.chunk_tokens
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
-    Engine("vllm", "vLLM", 0.90, False, 16, 8192, 2048, 70.0,
+    Engine("vllm", "vLLM", 0.90, False, 64, 8192, 2048, 70.0,
            "vLLM EngineArgs: gpu_memory_utilization=0.9 (weights, activation peak, CUDA graphs and the KV pool "
-           "together), block_size=16; V1 chunked prefill on by default with max_num_batched_tokens=8192 for the "
-           "OpenAI server on GPUs of >= 70 GiB other than the A100, 2048 below (arg_utils.py, usage-context defaults)"),
+           "together; the advisor's launch line sets it: vLLM 0.34.0's own default is 0.92); block_size 64 "
+           "(vLLM 0.34.0 CacheConfig.DEFAULT_BLOCK_SIZE, which FlashAttention takes: a multiple of 16; 16 before); "
+           "a hybrid's attention block grown to a recurrent layer's state and its layers paged in groups "
+           "(models.kv_cache.paged_cache_bytes); V1 chunked prefill on by default with max_num_batched_tokens=8192 for "
+           "the OpenAI server on GPUs of >= 70 GiB other than the A100, 2048 below (arg_utils.py, usage-context "
+           "defaults)", hybrid_pages=True),
     Engine("sglang", "SGLang", 0.88, False, 1, 8192, 2048, 25.0,
            "SGLang ServerArgs: mem_fraction_static chosen from GPU memory and TP (about 0.88 on 80 GB cards) for "
            "weights + KV pool; token-granular RadixAttention pool (page_size=1); chunked_prefill_size=8192, 2048 on "

@@ -9,6 +9,7 @@ attention's compressed KV) changes here and nowhere else.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from knowledge.schema import ModelArch
 
@@ -18,12 +19,22 @@ def kv_heads_per_gpu(arch: ModelArch, tp: int) -> int:
     return math.ceil(arch.num_key_value_heads / tp)
 
 
-def _groups(arch: ModelArch) -> list[tuple[int, int | None, float, bool, float]]:
-    """(layers, window, values per token, split by TP, state bytes) of each group of layers that cache alike; one
-    group of every layer caching K and V of every KV head where the model's layout is not known."""
+class _Group(NamedTuple):
+    layers: int
+    window: int | None
+    values: float  # per token
+    split: bool  # by TP
+    state: float  # bytes per sequence, as the model's own code keeps it
+    engine_state: float  # the same as a serving engine keeps it
+
+
+def _groups(arch: ModelArch) -> list[_Group]:
+    """Each group of layers that cache alike (``ModelArch.kv_groups``); one group of every layer caching K and V of
+    every KV head where the model's layout is not known."""
     if arch.kv_groups:
-        return [(g.layers, g.window, float(g.values_per_token), g.split_by_tp, g.state_bytes) for g in arch.kv_groups]
-    return [(arch.num_hidden_layers, None, 2.0 * arch.num_key_value_heads * arch.head_size, True, 0.0)]
+        return [_Group(g.layers, g.window, float(g.values_per_token), g.split_by_tp, g.state_bytes,
+                       g.state_bytes if g.engine_state_bytes is None else g.engine_state_bytes) for g in arch.kv_groups]
+    return [_Group(arch.num_hidden_layers, None, 2.0 * arch.num_key_value_heads * arch.head_size, True, 0.0, 0.0)]
 
 
 def _share(arch: ModelArch, tp: int, split: bool) -> float:
@@ -36,12 +47,12 @@ def kv_len_per_layer(arch: ModelArch, kv_len: float) -> list[tuple[int, float]]:
     """(layers, cached tokens) of each group of layers (``ModelArch.kv_groups``) for a sequence holding ``kv_len``
     tokens: a sliding-window layer caches min(kv_len, window), every other layer every token (a recurrent layer caches
     no values per token: its tokens count for nothing)."""
-    return [(n, min(kv_len, w) if w else kv_len) for n, w, _, _, _ in _groups(arch)]
+    return [(g.layers, min(kv_len, g.window) if g.window else kv_len) for g in _groups(arch)]
 
 
 def attention_layers(arch: ModelArch) -> int:
     """Layers that attend over a KV cache (all but a hybrid's recurrent layers)."""
-    return sum(n for n, _, values, _, _ in _groups(arch) if values)
+    return sum(g.layers for g in _groups(arch) if g.values)
 
 
 def attended_pairs(arch: ModelArch, new_tokens: float, kv_len: float) -> float:
@@ -54,29 +65,83 @@ def attended_pairs(arch: ModelArch, new_tokens: float, kv_len: float) -> float:
         below = max(0.0, w - c)  # queries whose keys have not reached the window yet
         return below * c + below * below / 2 + (n - below) * w
 
-    return sum(n_layers * pairs(new_tokens, kv_len, w) for n_layers, w, values, _, _ in _groups(arch) if values
-               ) / arch.num_hidden_layers
+    return sum(g.layers * pairs(new_tokens, kv_len, g.window) for g in _groups(arch) if g.values) / arch.num_hidden_layers
 
 
 def _token_bytes(arch: ModelArch, tp: int, kv_bits: int) -> list[float]:
     """Bytes one token adds to one layer of each group on one GPU: its values per token, ``kv_bits`` each."""
-    return [values * _share(arch, tp, split) * kv_bits / 8 for _, _, values, split, _ in _groups(arch)]
+    return [g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in _groups(arch)]
 
 
 def kv_bytes_per_token(arch: ModelArch, tp: int, kv_bits: int) -> float:
     """Bytes one new token adds to one sequence's cache on one GPU, all layers (what a prefill writes per token)."""
-    return sum(g[0] * b for g, b in zip(_groups(arch), _token_bytes(arch, tp, kv_bits)))
+    return sum(g.layers * b for g, b in zip(_groups(arch), _token_bytes(arch, tp, kv_bits)))
 
 
-def state_bytes(arch: ModelArch, tp: int) -> float:
+def state_bytes(arch: ModelArch, tp: int, engine: bool = False) -> float:
     """Bytes of fixed state one sequence keeps on one GPU whatever its length (a hybrid's convolution and scan
-    states, as the model's own code holds them; split over TP ranks by head), all layers."""
-    return sum(n * state * _share(arch, tp, True) for n, _, _, _, state in _groups(arch))
+    states, as the model's own code holds them, or as a serving engine does: ``engine``; split over TP ranks by head),
+    all layers."""
+    return sum(g.layers * (g.engine_state if engine else g.state) * _share(arch, tp, True) for g in _groups(arch))
 
 
-def kv_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: float) -> float:
+def kv_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: float, engine: bool = False) -> float:
     """Bytes one sequence's cache holds on one GPU at ``kv_len`` cached tokens, all layers: the values each attending
-    layer caches per token, ``kv_bits`` each, and the recurrent layers' fixed states; also what one decode step of that
-    sequence reads."""
+    layer caches per token, ``kv_bits`` each, and the recurrent layers' fixed states (as a serving engine keeps them:
+    ``engine``); also what one decode step of that sequence reads."""
     tokens = sum(n * cached * b for (n, cached), b in zip(kv_len_per_layer(arch, kv_len), _token_bytes(arch, tp, kv_bits)))
-    return tokens + state_bytes(arch, tp)
+    return tokens + state_bytes(arch, tp, engine)
+
+
+def _paged_kinds(arch: ModelArch) -> list[_Group]:
+    """The kinds of layer a paged engine keeps pages for (an MLP-only layer caches nothing)."""
+    return [g for g in _groups(arch) if g.values or g.engine_state]
+
+
+def _engine_state_page(arch: ModelArch, tp: int) -> float:
+    """The largest fixed state one recurrent layer keeps per sequence on one GPU, as a serving engine keeps it."""
+    return max((g.engine_state * _share(arch, tp, True) for g in _groups(arch) if not g.values), default=0.0)
+
+
+def hybrid_block_tokens(arch: ModelArch, tp: int, kv_bits: int, block_tokens: int) -> int:
+    """Tokens of an attention block where a recurrent layer's state must fit one page (vLLM's hybrid manager):
+    ``block_tokens`` x ceil(state / (``block_tokens`` x the largest bytes one token adds to one layer)); ``block_tokens``
+    for a model without recurrent layers."""
+    per_token = max((g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in _groups(arch)), default=0.0)
+    state = _engine_state_page(arch, tp)
+    if not per_token or not state:
+        return block_tokens
+    return block_tokens * max(1, math.ceil(state / (block_tokens * per_token)))
+
+
+def paged_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: int, block_tokens: int, hybrid_pages: bool) -> float:
+    """Bytes a paged engine reserves on one GPU for one sequence of ``kv_len`` tokens: whole blocks of
+    ``block_tokens``; with ``hybrid_pages``, as vLLM's hybrid KV cache manager pages a model whose layers cache unlike
+    (vLLM 0.34.0: v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``, platforms/interface.py
+    ``_align_hybrid_block_size``):
+
+    - every page holds the same bytes: a recurrent layer's state is one page, so the attention block grows to
+      ``block_tokens`` x ceil(state / (``block_tokens`` x one token's bytes)) tokens (Qwen3-Next-80B: 576) and the state
+      is padded to it; a kind of layer with fewer bytes per token gets more tokens per page;
+    - the layers caching alike are split into groups of as many layers as the smallest such kind has, the last group
+      of a kind padded with empty layers; a block id holds one page for each layer of a group;
+    - a sequence takes ceil(kv_len / block) blocks in a full-attention group, those covering its window in a sliding
+      one, one block in a recurrent group. Layers that cache nothing (an MLP-only layer) take no pages."""
+    kinds = _paged_kinds(arch)
+    if not hybrid_pages or len(kinds) < 2:
+        return kv_cache_bytes(arch, tp, kv_bits, math.ceil(kv_len / block_tokens) * block_tokens, engine=True)
+    token = {g: g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in kinds if g.values}
+    page = max(hybrid_block_tokens(arch, tp, kv_bits, block_tokens) * max(token.values(), default=0.0),
+               _engine_state_page(arch, tp))
+    group = min(g.layers for g in kinds)
+    blocks = 0
+    for g in kinds:
+        if g.values:
+            tokens_per_page = page / token[g]
+            held = math.ceil(kv_len / tokens_per_page)
+            if g.window:  # the blocks covering the last window - 1 tokens and the newest
+                held = min(held, math.ceil((g.window - 1) / tokens_per_page) + 1)
+        else:
+            held = 1
+        blocks += math.ceil(g.layers / group) * held
+    return float(group * page * blocks)

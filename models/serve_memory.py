@@ -7,7 +7,6 @@ holds a static cache for the batch and prefills the whole batch's prompt in one 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from knowledge.engines import TRANSFORMERS_RECURRENT_NOTE
@@ -97,8 +96,7 @@ def engine_kv_tokens(s: ServeSetup) -> int:
 
 def pool_sequences(s: ServeSetup, context_len: int) -> int:
     """Sequences of ``context_len`` tokens the engine's pool holds at once (each takes whole blocks)."""
-    block = s.engine.kv_block_tokens
-    return int(kv_pool_bytes(s) // s.kv_bytes(max(1, math.ceil(context_len / block)) * block))
+    return int(kv_pool_bytes(s) // s.pooled_bytes(max(1, context_len)))
 
 
 def max_batch(s: ServeSetup, prompt_len: int, context_len: int) -> int:
@@ -155,11 +153,10 @@ def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int,
         return _with_risk(MemoryVerdict(fixed + kv + act, needed, cap, kv, act, max_batch(s, prompt_len, context_len), None, fits,
                                         why, note))
     e, used, pool = s.engine, engine_used_bytes(s), kv_pool_bytes(s)
-    block = e.kv_block_tokens
     kv = batch * s.kv_bytes(context_len)
     act = activation_bytes_per_seq(s, min(chunk_tokens(s), batch * prompt_len))
     held = pool_sequences(s, context_len)
-    required = used + batch * s.kv_bytes(math.ceil(context_len / block) * block)
+    required = used + batch * s.pooled_bytes(context_len)
     frac = f"{e.memory_fraction:.0%} of {'the memory left after weights and activations' if e.of_free else f'{gpu_gib:.1f} GiB'}"
     # the engine's budget: its fraction of the GPU (TensorRT-LLM: of what weights and activations leave free)
     cap = gpu_gib * GiB
@@ -171,7 +168,7 @@ def memory_verdict(s: ServeSetup, batch: int, prompt_len: int, context_len: int,
         why = (f"{e.label} needs {round_up(used / GiB)} GiB per GPU for weights, workspace and a "
                f"{chunk_tokens(s)}-token chunk's activations, more than {frac}: no room for a KV cache")
     elif held < 1:
-        why = (f"one {context_len}-token sequence needs {round_up(s.kv_bytes(context_len) / GiB, 2)} GiB of KV; {e.label}'s "
+        why = (f"one {context_len}-token sequence needs {round_up(s.pooled_bytes(context_len) / GiB, 2)} GiB of KV; {e.label}'s "
                f"pool holds {round_down(pool / GiB)} GiB ({frac} less {round_up(used / GiB)} GiB of weights and activations): "
                f"it refuses to start at this length")
     else:  # more sequences than the pool holds

@@ -13,10 +13,18 @@ torch and transformers are imported inside the functions.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 LENGTHS = (16, 32)  # tokens prefilled: shorter than any window, longer than any short convolution's kernel
 NOISE_BYTES = 64.0  # a cache's bookkeeping scalars (Gemma-3's cumulative length): not a state
+
+
+class LayerCache(NamedTuple):
+    """What one layer caches for one sequence, as the model's own code keeps it."""
+
+    token_bytes: float  # per cached token (K and V, a latent vector)
+    state_bytes: float  # fixed, whatever the length (a recurrent layer's convolution and scan states)
+    state_values: float  # the state's elements (an engine may keep them in another dtype)
 
 
 def _tensors(obj: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
@@ -39,8 +47,10 @@ def _tensors(obj: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
             yield from _tensors(x, seen, depth + 1)
 
 
-def _bytes(obj: Any) -> float:
-    return float(sum(t.numel() * t.element_size() for t in _tensors(obj, set())))
+def _held(obj: Any) -> tuple[float, float]:
+    """(bytes, values) of every tensor ``obj`` holds."""
+    ts = list(_tensors(obj, set()))
+    return float(sum(t.numel() * t.element_size() for t in ts)), float(sum(t.numel() for t in ts))
 
 
 def _cache_of(args: tuple, kwargs: dict) -> Any:
@@ -52,8 +62,8 @@ def _cache_of(args: tuple, kwargs: dict) -> Any:
     return None
 
 
-def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[float]:
-    """Bytes each decoder layer adds to the cache while ``tokens`` tokens prefill: the cache's bytes when the layer
+def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[tuple[float, float]]:
+    """(bytes, values) each decoder layer adds to the cache while ``tokens`` tokens prefill: the cache's when the layer
     starts and when it ends (whatever class holds them, however it indexes its layers)."""
     import torch
 
@@ -61,16 +71,17 @@ def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[float]:
     from probes.trace import _as_on_a_gpu
 
     layers = list(decoder_layers(model))
-    added, start = [0.0] * len(layers), [0.0] * len(layers)
+    added, start = [(0.0, 0.0)] * len(layers), [(0.0, 0.0)] * len(layers)
     hooks = []
     for i, layer in enumerate(layers):
         def before(_m: Any, args: tuple, kwargs: dict, i: int = i) -> None:
             cache = _cache_of(args, kwargs)
-            start[i] = _bytes(cache) if cache is not None else 0.0
+            start[i] = _held(cache) if cache is not None else (0.0, 0.0)
 
         def after(_m: Any, args: tuple, kwargs: dict, _out: Any, i: int = i) -> None:
             cache = _cache_of(args, kwargs)
-            added[i] = (_bytes(cache) if cache is not None else 0.0) - start[i]
+            end = _held(cache) if cache is not None else (0.0, 0.0)
+            added[i] = (end[0] - start[i][0], end[1] - start[i][1])
 
         hooks += [layer.register_forward_pre_hook(before, with_kwargs=True),
                   layer.register_forward_hook(after, with_kwargs=True)]
@@ -93,9 +104,9 @@ def _built(config: dict[str, Any], cut: list[int] | None) -> tuple[Any, Any]:
     return model.eval(), fake
 
 
-def traced_cache(config: dict[str, Any]) -> list[tuple[float, float]] | None:
-    """(bytes per token, bytes per sequence) that each layer of the model caches at batch 1, as its own code caches
-    them (transformers' layouts and dtypes: a gated delta-net's recurrent state is fp32); None when the model cannot
+def traced_cache(config: dict[str, Any]) -> list[LayerCache] | None:
+    """What each layer of the model caches at batch 1, as its own code caches it (transformers' layouts and dtypes: a
+    gated delta-net's recurrent state is fp32); None when the model cannot
     prefill on fake tensors (Bamba's defaults, every layer Mamba: transformers asks an attention layer for the length)."""
     from probes.hf_model import first_of_each_kind, layer_signatures
 
@@ -116,10 +127,18 @@ def traced_cache(config: dict[str, Any]) -> list[tuple[float, float]] | None:
         return None
     (a, _), span = LENGTHS, LENGTHS[1] - LENGTHS[0]
     layers = cut if cut else list(range(len(sig)))
-    kinds = {sig[i]: ((y - x) / span, x - (y - x) / span * a) for i, x, y in zip(layers, *held)}
-    if not any(tok > 0 or state > NOISE_BYTES for tok, state in kinds.values()):
+
+    def per_layer(x: tuple[float, float], y: tuple[float, float]) -> LayerCache:
+        """The cache at ``a`` and at ``a + span`` tokens: its growth per token and what it holds at none."""
+        (bx, vx), (by, vy) = x, y
+        token_bytes, token_values = (by - bx) / span, (vy - vx) / span
+        state, values = bx - token_bytes * a, vx - token_values * a
+        return LayerCache(max(0.0, token_bytes), *((state, values) if state > NOISE_BYTES else (0.0, 0.0)))
+
+    kinds = {sig[i]: per_layer(x, y) for i, x, y in zip(layers, *held)}
+    if not any(k.token_bytes > 0 or k.state_bytes for k in kinds.values()):
         return None  # a family that keeps its states on its modules, not in the cache (RecurrentGemma): not read here
-    return [(max(0.0, kinds[s][0]), kinds[s][1] if kinds[s][1] > NOISE_BYTES else 0.0) for s in sig]
+    return [kinds[s] for s in sig]
 
 
 def cache_layout(config: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -12,7 +12,7 @@ import pytest
 from advisor.predictor import Predictor
 from knowledge.catalog import kv_groups, resolve_model, resolve_platform
 from knowledge.schema import ServeCase
-from models.kv_cache import attention_layers, kv_cache_bytes
+from models.kv_cache import attention_layers, kv_cache_bytes, paged_cache_bytes, state_bytes
 from models.serve_memory import kv_pool_bytes
 from models.serve_setup import make_setup
 from models.serving import pass_time
@@ -60,8 +60,8 @@ def test_a_family_s_own_cache_class_is_read_layer_by_layer():
     """MiniMax keeps its linear-attention states in a list of its own beside the attention layers' cache: each layer's
     share is what it adds while it runs, whatever the class indexes."""
     traced = traced_cache(_config("minimax-defaults-4l"))  # full, linear, full, linear
-    assert [tok > 0 for tok, _ in traced] == [True, False, True, False]
-    assert traced[1][1] > 0 and traced[0][1] == 0
+    assert [layer.token_bytes > 0 for layer in traced] == [True, False, True, False]
+    assert traced[1].state_bytes > 0 and traced[0].state_bytes == 0
 
 
 def test_a_dense_model_s_layout_is_unchanged_by_its_trace():
@@ -72,9 +72,13 @@ def test_a_dense_model_s_layout_is_unchanged_by_its_trace():
 
 
 def test_an_engine_s_pool_holds_a_hybrid_s_sequences_by_their_own_cache(predictor):
-    """vLLM's pool on an H100 holds as many 8k-token Qwen3-Next sequences as its attention layers' blocks plus every
-    recurrent layer's state allow (50 + 19 MB a sequence), 2.9x the sequences the every-layer count allowed; a decode step reads that
-    cache (and writes the states back), not twelve layers of K/V."""
+    """vLLM pages Qwen3-Next's cut as its hybrid manager does: a gated delta-net layer's state in bf16 (its 3-position
+    convolution over 8,192 channels and 32 x 128 x 128 scan, 1.10 MB) is one page, so the attention block grows from 64
+    to 576 tokens (576 x 2 KiB >= 1.10 MB); 3 attention and 9 recurrent layers make groups of 3 layers, a block id one
+    page of each; an 8,193-token sequence takes 15 attention blocks and one in each of the 3 recurrent groups. That is
+    3.2x the sequences the every-layer count allowed; a decode step reads that cache (and writes the states back),
+    not twelve layers of K/V."""
+    cfg = _config("qwen3-next-12l")
     plat = resolve_platform("h100x1")
     cal = predictor.serving_calibration(plat)
     own = predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))
@@ -82,13 +86,38 @@ def test_an_engine_s_pool_holds_a_hybrid_s_sequences_by_their_own_cache(predicto
                      prompt_len=8192)
     got = predictor.predict(case)
     s = make_setup(own, plat, cal)
-    block = s.engine.kv_block_tokens
-    per_seq = kv_cache_bytes(own, 1, 16, math.ceil(8193 / block) * block)  # the prompt and the token decoded
+    channels = 2 * cfg["linear_num_key_heads"] * cfg["linear_key_head_dim"] + cfg["linear_num_value_heads"] * cfg["linear_value_head_dim"]
+    state = 2 * (channels * (cfg["linear_conv_kernel_dim"] - 1) + cfg["linear_num_value_heads"] * cfg["linear_key_head_dim"] * cfg["linear_value_head_dim"])
+    token = 2 * cfg["num_key_value_heads"] * cfg["head_dim"] * 2
+    block = s.engine.kv_block_tokens * math.ceil(state / (s.engine.kv_block_tokens * token))
+    assert block == 576
+    page = block * token
+    per_seq = 3 * page * (math.ceil(8193 / block) + 3)
     assert got.max_batch_size == int(kv_pool_bytes(s) // per_seq)
     every = own.model_copy(update={"kv_groups": None})
-    assert got.max_batch_size > 2.5 * int(kv_pool_bytes(s) // kv_cache_bytes(every, 1, 16, 8192))
+    assert got.max_batch_size > 3 * int(kv_pool_bytes(s) // kv_cache_bytes(every, 1, 16, 8192))
     read_own, read_every = (pass_time(make_setup(a, plat, cal), 64, 1, 8192, decode=True).kv_s for a in (own, every))
     assert read_own < 0.5 * read_every
+
+
+def test_a_state_is_kept_as_the_engine_keeps_it(predictor):
+    """transformers keeps a gated delta-net's scan state in fp32, vLLM in the model's bf16; Nemotron-H's config names
+    fp32 for its SSM state (mamba_ssm_cache_dtype), which both keep. The transformers runtime's count keeps
+    transformers' bytes."""
+    qwen = predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))
+    nemo = predictor.serving_layout(resolve_model(CONFIGS + "nemotron-h-12l.json"))
+    assert state_bytes(qwen, 1, engine=True) == pytest.approx(state_bytes(qwen, 1) * 1114112 / 2162688)
+    assert state_bytes(nemo, 1, engine=True) == state_bytes(nemo, 1) > 0
+
+
+def test_sliding_and_full_layers_are_paged_in_groups_of_the_full_layers():
+    """Gemma-3-1B (4 full, 22 sliding layers of 512 tokens): vLLM groups its layers by 4, the 22 sliding ones in six
+    groups (two empty layers), each sliding group holding the blocks of the last 511 tokens and the newest."""
+    arch = Predictor().serving_layout(resolve_model(CONFIGS + "gemma-3-1b.json"))
+    token = arch.kv_groups[0].values_per_token * 2
+    got = paged_cache_bytes(arch, 1, 16, 4096, 64, hybrid_pages=True)
+    assert got == 4 * 64 * token * (4096 // 64 + 6 * (math.ceil(511 / 64) + 1))
+    assert paged_cache_bytes(arch, 1, 16, 4096, 64, hybrid_pages=False) == kv_cache_bytes(arch, 1, 16, 4096, engine=True)
 
 
 def test_the_transformers_runtime_of_a_hybrid_says_which_kernels_its_memory_assumes(predictor):
@@ -109,7 +138,11 @@ def test_the_serving_table_says_what_a_sequence_keeps(predictor):
     from advisor.serve_recommend import cache_summary, cache_text
 
     qwen = cache_text(cache_summary(predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))))
-    assert "K/V in 3 of 12 layers" in qwen and "(9 recurrent layers)" in qwen
+    assert "K/V in 3 of 12 layers" in qwen and "(9 recurrent layers, as vLLM keeps it)" in qwen
+    assert "9.6 MiB of recurrent state" in qwen  # 9 x 1.11 MB in bf16 (transformers keeps 18.6 MiB: fp32 scans)
+    assert "576-token blocks" in qwen
+    assert "18.6 MiB" in cache_text(cache_summary(predictor.serving_layout(
+        resolve_model(CONFIGS + "qwen3-next-12l.json")), "transformers"))
     assert "22 layers keep the last 512 tokens" in cache_text(cache_summary(predictor.serving_layout(
         resolve_model(CONFIGS + "gemma-3-1b.json"))))
     assert cache_text(cache_summary(predictor.serving_layout(resolve_model("llama3-8b")))) is None
