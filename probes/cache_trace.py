@@ -68,7 +68,7 @@ def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[tuple[float, 
     import torch
 
     from probes.hf_model import decoder_layers
-    from probes.trace import _as_on_a_gpu
+    from probes.trace import as_on_a_gpu
 
     layers = list(decoder_layers(model))
     added, start = [(0.0, 0.0)] * len(layers), [(0.0, 0.0)] * len(layers)
@@ -86,7 +86,7 @@ def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[tuple[float, 
         hooks += [layer.register_forward_pre_hook(before, with_kwargs=True),
                   layer.register_forward_hook(after, with_kwargs=True)]
     try:
-        with fake, torch.no_grad(), _as_on_a_gpu():
+        with fake, torch.no_grad(), as_on_a_gpu():
             model(input_ids=torch.zeros((1, tokens), dtype=torch.long), use_cache=True)
     finally:
         for h in hooks:
@@ -96,11 +96,11 @@ def _prefill_per_layer(model: Any, fake: Any, tokens: int) -> list[tuple[float, 
 
 def _built(config: dict[str, Any], cut: list[int] | None) -> tuple[Any, Any]:
     """The model (its layers ``cut``, or all) with fake bf16 parameters, as serving's trace builds it
-    (``probes.trace._build`` of ``advisor.traces.SERVING_VARIANT``), in eval mode, and its fake mode."""
+    (``probes.trace.build_fake_model`` of ``advisor.traces.SERVING_VARIANT``), in eval mode, and its fake mode."""
     from advisor.traces import SERVING_VARIANT
-    from probes.trace import _build
+    from probes.trace import build_fake_model
 
-    model, fake = _build(config, len(cut) if cut else int(config["num_hidden_layers"]), SERVING_VARIANT, cut)
+    model, fake = build_fake_model(config, len(cut) if cut else int(config["num_hidden_layers"]), SERVING_VARIANT, cut)
     return model.eval(), fake
 
 

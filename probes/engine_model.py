@@ -298,7 +298,7 @@ class EngineDecoder:
             kc, vc = self.k_cache[i][rows], self.v_cache[i][rows]
             kc.index_copy_(2, pos, k)
             vc.index_copy_(2, pos, v)
-            o = self._attend(q, kc, vc, start_t, start, t, attn, s.windows[i] if s.windows else None)
+            o = self._attend(q, kc, vc, start, t, attn, s.windows[i] if s.windows else None)
             a = F.linear(o.transpose(1, 2).reshape(b, t, s.heads * s.head_dim), L["o"], L["o_bias"])
             x = (self._norm(a, L["attn_out_norm"]) if s.post_norms else a) + x
             m = self._mlp(self._norm(x, L["post_norm"], L["post_norm_b"]), L)
@@ -423,7 +423,7 @@ class EngineDecoder:
             out.index_add_(0, tokens, y * w[:, None])
         return out
 
-    def _attend(self, q: Any, kc: Any, vc: Any, start_t: Any, start: Any, t: int, attn: str,
+    def _attend(self, q: Any, kc: Any, vc: Any, start: Any, t: int, attn: str,
                 window: int | None = None) -> Any:
         """q [b, H, t, d] over the cache [b, Hkv, L, d] up to position start + t - 1. A decode step reads all of it,
         or a sliding ``window``'s last ``window`` positions only (a paged engine reads only those blocks); a prefill
@@ -440,7 +440,7 @@ class EngineDecoder:
             if window and t > window:
                 # FlashAttention's local attention (vLLM) skips the tiles outside the window: queries in blocks of
                 # one window, each over the keys its window reaches (two windows at most), not the whole chunk's
-                parts = [self._attend(q[:, :, a: a + window], kc, vc, start_t, first + a, min(window, t - a), attn, window)
+                parts = [self._attend(q[:, :, a: a + window], kc, vc, first + a, min(window, t - a), attn, window)
                          for a in range(0, t, window)]
                 return torch.cat(parts, dim=2)
             lo = max(0, first - window + 1) if window and first + t > window else 0
@@ -536,7 +536,7 @@ def attention_that_runs(dec: EngineDecoder, wanted: str) -> str:
         for t in (1, 16):
             q = torch.randn(1, s.heads, t, s.head_dim, device=dec.device, dtype=dec.dtype)
             kv = torch.randn(1, s.kv_heads, 16, s.head_dim, device=dec.device, dtype=dec.dtype)
-            dec._attend(q, kv, kv, torch.tensor([16 - t], device=dec.device), 0 if t == 16 else 15, t, "sdpa")
+            dec._attend(q, kv, kv, 0 if t == 16 else 15, t, "sdpa")
     except RuntimeError:
         return "bmm"
     return "sdpa"

@@ -420,7 +420,7 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
     return own or _layer_linear_names(model, attention_only=True, within=within) or None
 
 
-def _build(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: list[int] | None = None
+def build_fake_model(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: list[int] | None = None
            ) -> tuple[Any, Any]:
     """The cut model with fake parameters, adapters attached and requires_grad set as the variant trains.
 
@@ -611,7 +611,7 @@ def _cuda_autocast_fp32() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _as_on_a_gpu() -> Iterator[None]:
+def as_on_a_gpu() -> Iterator[None]:
     """transformers takes a fake tensor for a graph being traced: it cannot read the position ids to rule out packed
     sequences, so it materialises the causal mask that a real run skips (SDPA's ``is_causal``). Our batches are never
     packed; the trace must see what the real run does."""
@@ -727,7 +727,7 @@ def _run(model: Any, fake: Any, v: TraceVariant, seq: int) -> dict[str, Any]:
     retained = _Retained(model)
     with fake:
         ids = torch.zeros((1, seq), dtype=torch.long)
-        with _mode(c), _as_on_a_gpu(), _cuda_autocast_fp32(), _zero3_linear(v.zero3):
+        with _mode(c), as_on_a_gpu(), _cuda_autocast_fp32(), _zero3_linear(v.zero3):
             with amp, torch.autograd.graph.saved_tensors_hooks(retained.pack, lambda t: t):
                 loss = model(input_ids=ids, labels=ids).loss
             saved = c.live
@@ -1003,7 +1003,7 @@ def _cut(config: dict[str, Any], n: int, variant: TraceVariant, layer_index: lis
     """One cut of ``n`` layers (the model's layers ``layer_index`` when given, else its first) traced at the variant's
     three lengths: its polynomials, its parameters, the attention it ran, the parameters it read outside the
     forward of every module that holds them, and per layer (it trains, its output needs a gradient)."""
-    model, fake = _build(config, n, variant, layer_index)
+    model, fake = build_fake_model(config, n, variant, layer_index)
     used = model.config._attn_implementation
     lengths = seqs(variant, scan_chunk(config))
     try:

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 q = torch.randn(1, h, t, d, device=dev, dtype=dt)
                 k, v = (torch.randn(1, hkv, t, d, device=dev, dtype=dt) for _ in range(2))
                 row: dict[str, Any] = {"shape": name, "tokens": t, "window": w, "heads": h, "kv_heads": hkv, "head_dim": d, **env}
-                row["decoder_ms"] = 1e3 * _timed(lambda: dec._attend(q, k, v, None, 0, t, "sdpa", w))
+                row["decoder_ms"] = 1e3 * _timed(lambda: dec._attend(q, k, v, 0, t, "sdpa", w))
 
                 def causal() -> Any:
                     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):

@@ -158,7 +158,7 @@ def test_a_sliding_window_decode_reads_its_window_only(name, attn, tmp_path):
     dec = decoder(name, tmp_path)
     q = torch.randn(1, 4, 1, 16, dtype=torch.float64)
     kc, vc = torch.randn(1, 2, 20, 16, dtype=torch.float64), torch.randn(1, 2, 20, 16, dtype=torch.float64)
-    got = dec._attend(q, kc, vc, torch.tensor([19]), torch.tensor([19]), 1, attn, window=WINDOW)
+    got = dec._attend(q, kc, vc, torch.tensor([19]), 1, attn, window=WINDOW)
     scale = dec.s.attn_scale or 1 / math.sqrt(16)  # Gemma-2: query_pre_attn_scalar ** -0.5
     assert torch.allclose(got, hand_attention(q, kc[:, :, -WINDOW:], vc[:, :, -WINDOW:], scale), atol=1e-12)
 
@@ -170,7 +170,7 @@ def test_a_sliding_window_prefill_chunk_sees_the_window_only(first, t, attn, tmp
     dec = decoder("starcoder2-3b", tmp_path)
     q = torch.randn(1, 4, t, 16, dtype=torch.float64)
     kc, vc = torch.randn(1, 2, first + t, 16, dtype=torch.float64), torch.randn(1, 2, first + t, 16, dtype=torch.float64)
-    got = dec._attend(q, kc, vc, torch.tensor([first]), first, t, attn, window=WINDOW)
+    got = dec._attend(q, kc, vc, first, t, attn, window=WINDOW)
     q_pos, k_pos = first + torch.arange(t)[:, None], torch.arange(first + t)[None]
     allowed = (k_pos <= q_pos) & (q_pos - k_pos < WINDOW)
     assert torch.allclose(got, hand_attention(q, kc, vc, 1 / math.sqrt(16), allowed), atol=1e-12)

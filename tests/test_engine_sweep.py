@@ -38,7 +38,7 @@ def test_grouped_attention_equals_repeated_heads(attn, start, t):
     dec = _decoder()
     q = torch.randn(2, 4, t, 16, dtype=torch.float64)
     kc, vc = torch.randn(2, 2, start + t, 16, dtype=torch.float64), torch.randn(2, 2, start + t, 16, dtype=torch.float64)
-    got = dec._attend(q, kc, vc, torch.tensor([start]), start, t, attn)
+    got = dec._attend(q, kc, vc, start, t, attn)
     assert torch.allclose(got, _reference_attention(q, kc, vc), atol=1e-10)
 
 

@@ -84,3 +84,50 @@ def test_the_kv_layout_is_kept_beside_the_traces(tmp_path, monkeypatch):
     assert TraceBook().kv_groups(resolve_model(CONFIGS + "gemma-2-9b.json"))[1]["window"] == 4096  # bundled
     files = list((tmp_path / "traces").glob("*.json"))
     assert len(files) == 1 and KV_GROUPS in json.loads(files[0].read_text())
+
+
+def test_a_layout_kept_under_an_older_key_is_read_again(tmp_path, monkeypatch):
+    """A trace file under ADVISOR_HOME written before a layout knew the engine's state bytes (key ``_kv_layout``) is not
+    trusted: the layout is read through the model's own code again and kept under today's key beside the old."""
+    import json
+
+    import probes.cache_trace
+    from advisor.traces import KV_GROUPS, TraceBook
+
+    monkeypatch.setenv("ADVISOR_HOME", str(tmp_path))
+    cfg = json.loads(open(CONFIGS + "starcoder2-3b.json").read()) | {"vocab_size": 49150}  # not bundled
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    arch = resolve_model(str(tmp_path / "c.json"))
+    TraceBook().kv_groups(arch)
+    (path,) = (tmp_path / "traces").glob("*.json")
+    stale = [{"layers": 30, "window": None, "values_per_token": 1, "split_by_tp": True}]
+    path.write_text(json.dumps({"_kv_layout": stale}))
+    calls = []
+    real = probes.cache_trace.traced_cache
+    monkeypatch.setattr(probes.cache_trace, "traced_cache", lambda c: calls.append(1) or real(c))
+    got = TraceBook().kv_groups(arch)
+    assert calls and got != stale and got[0]["window"] == 4096
+    kept = json.loads(path.read_text())
+    assert kept[KV_GROUPS] == got and kept["_kv_layout"] == stale
+
+
+def test_facts_only_rewrites_a_bundled_file_s_facts_and_keeps_its_traces(tmp_path, monkeypatch):
+    """``python -m probes.bundle_traces --facts-only``: each bundled file's config facts anew (today's KV layout key),
+    its traces untouched, keys of facts no longer read dropped."""
+    import json
+
+    import probes.bundle_traces as bt
+    from advisor.traces import KV_GROUPS, LORA_DEFAULT, WINDOW
+    from probes.hf_model import config_dict
+    from probes.trace import config_hash
+
+    config = config_dict(resolve_model(CONFIGS + "gemma-3-1b.json"))
+    h = config_hash(config)
+    monkeypatch.setattr(bt, "BUNDLED_TRACES", tmp_path)
+    monkeypatch.setattr(bt, "_configs", lambda: {h: config})
+    (tmp_path / f"{h}.json").write_text(json.dumps({"a|variant": {"x": 1}, "_kv_layout": [], WINDOW: 7}))
+    assert bt.main(["--facts-only"]) == 0
+    data = json.loads((tmp_path / f"{h}.json").read_text())
+    assert data["a|variant"] == {"x": 1} and "_kv_layout" not in data
+    assert data[WINDOW] == 512 and LORA_DEFAULT in data
+    assert {g["window"] for g in data[KV_GROUPS]} == {None, 512}
