@@ -98,11 +98,11 @@ def cache_summary(arch: ModelArch, engine: str | None = None) -> dict:
     it (vLLM by default) and the attention block its allocator pages a hybrid in."""
     groups = arch.kv_groups or []
     e = engine_named(engine)
-    block = hybrid_block_tokens(arch, 1, 16, e.kv_block_tokens) if e.hybrid_pages else None
+    block = hybrid_block_tokens(arch, 1, 16, e.kv_block_tokens) if e.vllm_cache else None
     return {"layers": arch.num_hidden_layers, "attention_layers": attention_layers(arch),
             "kv_bytes_per_token": kv_bytes_per_token(arch, 1, 16),
             "sliding": [{"layers": g.layers, "window": g.window} for g in groups if g.window],
-            "state_bytes": state_bytes(arch, 1, engine=e.paged), "state_layers": sum(g.layers for g in groups if g.state_bytes),
+            "state_bytes": state_bytes(arch, 1, vllm=e.vllm_cache), "state_layers": sum(g.layers for g in groups if g.state_bytes),
             "engine": e.label, "block_tokens": block if block and block != e.kv_block_tokens else None}
 
 

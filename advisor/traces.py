@@ -28,7 +28,7 @@ WINDOW = "_sliding_window"  # a trace file's entry for its config's window (not 
 LORA_DEFAULT = "_lora_default_targets"  # and for the LoRA targets a case that names none gets (None: the schema's)
 # and for its KV cache's layout (probes.cache_trace.cache_layout; None: every layer, every KV head); "_kv_groups" before
 # 2026-12-07 read every layer of a hybrid as an attention layer, "_kv_layout" until 2026-12-07 (twenty-ninth session)
-# had no state as an engine keeps it (KVGroup.engine_state_bytes): a file keeping an older key is read again
+# had no state as an engine keeps it (KVGroup.vllm_state_bytes): a file keeping an older key is read again
 KV_GROUPS = "_kv_layout_2"
 USUAL_LORA_TARGETS = TrainCase.model_fields["lora_targets"].default
 # the variant serving reads projections from: a full bf16 step with SDPA, as DeepSpeed runs it (bundled for the catalog)

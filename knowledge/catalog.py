@@ -397,17 +397,19 @@ def _declared_kv_layers(conf: Any, layers: int) -> list[bool] | None:
 # scan state's dtype, as Nemotron-H (mamba_ssm_cache_dtype, float32 by default) and Qwen3.5 (mamba_ssm_dtype) do; then it
 # keeps that dtype, as transformers does (vLLM 0.34.0: model_executor/layers/mamba/mamba_utils.py
 # MambaStateDtypeCalculator, model_executor/models/config.py NemotronHForCausalLMConfig and
-# Qwen3_5ForConditionalGenerationConfig). transformers keeps a gated delta-net's scan state in fp32 whatever the config.
+# Qwen3_5ForConditionalGenerationConfig). transformers keeps a gated delta-net's scan state in fp32 whatever the config,
+# and so does SGLang (float32 scan states unless the config or --mamba-ssm-dtype says otherwise, bf16 convolution
+# windows: sglang 0.5.23 srt/configs/mamba_utils.py mamba2_state_dtype), whose pool counts transformers' bytes.
 SSM_STATE_DTYPE_FIELDS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
-ENGINE_STATE_VALUE_BYTES = 2.0
+VLLM_STATE_VALUE_BYTES = 2.0
 
 
-def _engine_state_bytes(conf: Any, state_bytes: float, state_values: float) -> float:
-    """The bytes of a layer's fixed state as a serving engine keeps it (``SSM_STATE_DTYPE_FIELDS``)."""
+def _vllm_state_bytes(conf: Any, state_bytes: float, state_values: float) -> float:
+    """The bytes of a layer's fixed state as vLLM keeps it (``SSM_STATE_DTYPE_FIELDS``)."""
     text = conf.get_text_config(decoder=True) if hasattr(conf, "get_text_config") else conf
     if any(getattr(text, f, None) for f in SSM_STATE_DTYPE_FIELDS):
         return state_bytes
-    return ENGINE_STATE_VALUE_BYTES * state_values
+    return VLLM_STATE_VALUE_BYTES * state_values
 
 
 def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | None = None) -> list[dict[str, Any]] | None:
@@ -417,7 +419,7 @@ def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | No
     fixed state each keeps per sequence (a hybrid's Mamba, delta-net, convolution layers) come from ``traced``, the
     model's own cache (``probes.cache_trace.traced_cache``: bytes per token, bytes and values per sequence, per layer),
     else from the layer types transformers' cache declares. A state is kept as transformers holds it (``state_bytes``)
-    and as an engine does (``engine_state_bytes``, ``SSM_STATE_DTYPE_FIELDS``). None when transformers cannot read the
+    and as vLLM does (``vllm_state_bytes``, ``SSM_STATE_DTYPE_FIELDS``). None when transformers cannot read the
     config (then every layer caches every KV head)."""
     conf = _transformers_config(cfg)
     if conf is None:  # an unknown family: the plain count stands
@@ -426,7 +428,7 @@ def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | No
     types = list(getattr(conf, "layer_types", None) or [])[:layers]
     if traced is not None and len(traced) == layers:
         keeps = [t[0] > 0 for t in traced]
-        states = [(float(t[1]), _engine_state_bytes(conf, t[1], t[2]) if t[1] else 0.0) for t in traced]
+        states = [(float(t[1]), _vllm_state_bytes(conf, t[1], t[2]) if t[1] else 0.0) for t in traced]
     else:
         keeps, states = _declared_kv_layers(conf, layers) or [True] * layers, [(0.0, 0.0)] * layers
     groups: dict[tuple, int] = {}
@@ -440,7 +442,7 @@ def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | No
     if not any(v or st for _, v, _, st, _ in groups):
         return None  # no layer caches anything that could be read (Bamba's defaults: every layer Mamba, not run here)
     return [{"layers": n, "window": w, "values_per_token": v, "split_by_tp": sp,
-             **({"state_bytes": st, "engine_state_bytes": est} if st else {})}
+             **({"state_bytes": st, "vllm_state_bytes": est} if st else {})}
             for (w, v, sp, st, est), n in sorted(groups.items(), key=lambda kv: kv[0][0] is not None)]
 
 

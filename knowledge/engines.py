@@ -89,9 +89,10 @@ class Engine:
     # (CUDA graphs for decode only), and as the project's engine emulation runs them (probes/engine_sweep.py). vLLM's
     # steps of at most 512 tokens replay piecewise graphs; they are charged as eager too (no such step was measured)
     prefill_graphed: bool = False
-    # True: a model whose layers cache unlike (a hybrid's recurrent layers, sliding and full attention) is paged as
-    # vLLM's hybrid KV cache manager pages it (models.kv_cache.paged_cache_bytes); False: token by token, whole blocks
-    hybrid_pages: bool = False
+    # True: a recurrent layer's states kept as vLLM keeps them (knowledge.catalog.SSM_STATE_DTYPE_FIELDS) and a model
+    # whose layers cache unlike (a hybrid's recurrent layers, sliding and full attention) paged as vLLM's hybrid KV cache
+    # manager pages it (models.kv_cache.paged_cache_bytes); False: transformers' states, token by token in whole blocks
+    vllm_cache: bool = False
 
     def chunk_tokens_for(self, gpu_memory_gib: float, gpu_name: str = "") -> int:
         # vLLM counts an 80 GB A100 as small too (arg_utils.py: ``"a100" not in device_name``)
@@ -106,7 +107,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            "a hybrid's attention block grown to a recurrent layer's state and its layers paged in groups "
            "(models.kv_cache.paged_cache_bytes); V1 chunked prefill on by default with max_num_batched_tokens=8192 for "
            "the OpenAI server on GPUs of >= 70 GiB other than the A100, 2048 below (arg_utils.py, usage-context "
-           "defaults)", hybrid_pages=True),
+           "defaults)", vllm_cache=True),
     Engine("sglang", "SGLang", 0.88, False, 1, 8192, 2048, 25.0,
            "SGLang ServerArgs: mem_fraction_static chosen from GPU memory and TP (about 0.88 on 80 GB cards) for "
            "weights + KV pool; token-granular RadixAttention pool (page_size=1); chunked_prefill_size=8192, 2048 on "

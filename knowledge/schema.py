@@ -118,7 +118,7 @@ class KVGroup(Strict):
     """Layers that cache alike: how many, the window they keep (None: every token), the values each caches per
     token (K and V of every KV head; latent attention caches one compressed vector, the same on every TP rank; none
     in a Mamba or linear-attention layer) and the bytes of fixed state each keeps per sequence (a recurrent layer's
-    convolution and scan states, as the model's own code holds them, and as a serving engine keeps them:
+    convolution and scan states, as the model's own code holds them, and as vLLM keeps them:
     ``knowledge.catalog.SSM_STATE_DTYPE_FIELDS``; None: the same)."""
 
     layers: int = Field(ge=0)
@@ -126,7 +126,7 @@ class KVGroup(Strict):
     values_per_token: int = Field(ge=0)
     split_by_tp: bool = True  # KV heads (and a recurrent layer's heads) split over tensor-parallel ranks; a latent vector is replicated
     state_bytes: float = Field(default=0.0, ge=0)
-    engine_state_bytes: float | None = Field(default=None, ge=0)
+    vllm_state_bytes: float | None = Field(default=None, ge=0)
 
 
 class Projection(Strict):

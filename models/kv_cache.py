@@ -25,7 +25,7 @@ class _Group(NamedTuple):
     values: float  # per token
     split: bool  # by TP
     state: float  # bytes per sequence, as the model's own code keeps it
-    engine_state: float  # the same as a serving engine keeps it
+    vllm_state: float  # the same as vLLM keeps it
 
 
 def _groups(arch: ModelArch) -> list[_Group]:
@@ -33,7 +33,7 @@ def _groups(arch: ModelArch) -> list[_Group]:
     every KV head where the model's layout is not known."""
     if arch.kv_groups:
         return [_Group(g.layers, g.window, float(g.values_per_token), g.split_by_tp, g.state_bytes,
-                       g.state_bytes if g.engine_state_bytes is None else g.engine_state_bytes) for g in arch.kv_groups]
+                       g.state_bytes if g.vllm_state_bytes is None else g.vllm_state_bytes) for g in arch.kv_groups]
     return [_Group(arch.num_hidden_layers, None, 2.0 * arch.num_key_value_heads * arch.head_size, True, 0.0, 0.0)]
 
 
@@ -78,29 +78,28 @@ def kv_bytes_per_token(arch: ModelArch, tp: int, kv_bits: int) -> float:
     return sum(g.layers * b for g, b in zip(_groups(arch), _token_bytes(arch, tp, kv_bits)))
 
 
-def state_bytes(arch: ModelArch, tp: int, engine: bool = False) -> float:
+def state_bytes(arch: ModelArch, tp: int, vllm: bool = False) -> float:
     """Bytes of fixed state one sequence keeps on one GPU whatever its length (a hybrid's convolution and scan
-    states, as the model's own code holds them, or as a serving engine does: ``engine``; split over TP ranks by head),
-    all layers."""
-    return sum(g.layers * (g.engine_state if engine else g.state) * _share(arch, tp, True) for g in _groups(arch))
+    states, as the model's own code holds them, or as vLLM does: ``vllm``; split over TP ranks by head), all layers."""
+    return sum(g.layers * (g.vllm_state if vllm else g.state) * _share(arch, tp, True) for g in _groups(arch))
 
 
-def kv_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: float, engine: bool = False) -> float:
+def kv_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: float, vllm: bool = False) -> float:
     """Bytes one sequence's cache holds on one GPU at ``kv_len`` cached tokens, all layers: the values each attending
-    layer caches per token, ``kv_bits`` each, and the recurrent layers' fixed states (as a serving engine keeps them:
-    ``engine``); also what one decode step of that sequence reads."""
+    layer caches per token, ``kv_bits`` each, and the recurrent layers' fixed states (as vLLM keeps them: ``vllm``);
+    also what one decode step of that sequence reads."""
     tokens = sum(n * cached * b for (n, cached), b in zip(kv_len_per_layer(arch, kv_len), _token_bytes(arch, tp, kv_bits)))
-    return tokens + state_bytes(arch, tp, engine)
+    return tokens + state_bytes(arch, tp, vllm)
 
 
 def _paged_kinds(arch: ModelArch) -> list[_Group]:
     """The kinds of layer a paged engine keeps pages for (an MLP-only layer caches nothing)."""
-    return [g for g in _groups(arch) if g.values or g.engine_state]
+    return [g for g in _groups(arch) if g.values or g.state]
 
 
-def _engine_state_page(arch: ModelArch, tp: int) -> float:
-    """The largest fixed state one recurrent layer keeps per sequence on one GPU, as a serving engine keeps it."""
-    return max((g.engine_state * _share(arch, tp, True) for g in _groups(arch) if not g.values), default=0.0)
+def _vllm_state_page(arch: ModelArch, tp: int) -> float:
+    """The largest fixed state one recurrent layer keeps per sequence on one GPU, as vLLM keeps it."""
+    return max((g.vllm_state * _share(arch, tp, True) for g in _groups(arch) if not g.values), default=0.0)
 
 
 def hybrid_block_tokens(arch: ModelArch, tp: int, kv_bits: int, block_tokens: int) -> int:
@@ -108,15 +107,16 @@ def hybrid_block_tokens(arch: ModelArch, tp: int, kv_bits: int, block_tokens: in
     ``block_tokens`` x ceil(state / (``block_tokens`` x the largest bytes one token adds to one layer)); ``block_tokens``
     for a model without recurrent layers."""
     per_token = max((g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in _groups(arch)), default=0.0)
-    state = _engine_state_page(arch, tp)
+    state = _vllm_state_page(arch, tp)
     if not per_token or not state:
         return block_tokens
     return block_tokens * max(1, math.ceil(state / (block_tokens * per_token)))
 
 
-def paged_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: int, block_tokens: int, hybrid_pages: bool) -> float:
+def paged_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: int, block_tokens: int, vllm: bool) -> float:
     """Bytes a paged engine reserves on one GPU for one sequence of ``kv_len`` tokens: whole blocks of
-    ``block_tokens``; with ``hybrid_pages``, as vLLM's hybrid KV cache manager pages a model whose layers cache unlike
+    ``block_tokens``; with ``vllm``, its states as vLLM keeps them (``state_bytes``) and a model whose layers cache
+    unlike paged as vLLM's hybrid KV cache manager pages it
     (vLLM 0.34.0: v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``, platforms/interface.py
     ``_align_hybrid_block_size``):
 
@@ -128,11 +128,11 @@ def paged_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: int, block
     - a sequence takes ceil(kv_len / block) blocks in a full-attention group, those covering its window in a sliding
       one, one block in a recurrent group. Layers that cache nothing (an MLP-only layer) take no pages."""
     kinds = _paged_kinds(arch)
-    if not hybrid_pages or len(kinds) < 2:
-        return kv_cache_bytes(arch, tp, kv_bits, math.ceil(kv_len / block_tokens) * block_tokens, engine=True)
+    if not vllm or len(kinds) < 2:
+        return kv_cache_bytes(arch, tp, kv_bits, math.ceil(kv_len / block_tokens) * block_tokens, vllm)
     token = {g: g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in kinds if g.values}
     page = max(hybrid_block_tokens(arch, tp, kv_bits, block_tokens) * max(token.values(), default=0.0),
-               _engine_state_page(arch, tp))
+               _vllm_state_page(arch, tp))
     group = min(g.layers for g in kinds)
     blocks = 0
     for g in kinds:

@@ -49,13 +49,13 @@ class ServeSetup:
     def kv_bytes(self, kv_len: float) -> float:
         """One sequence's KV cache on one GPU at ``kv_len`` tokens, all layers, its states as the engine keeps them
         (``models.kv_cache``)."""
-        return kv_cache_bytes(self.arch, self.tp, self.kv_bits, kv_len, self.engine_style)
+        return kv_cache_bytes(self.arch, self.tp, self.kv_bits, kv_len, self.engine.vllm_cache)
 
     def pooled_bytes(self, kv_len: int) -> float:
         """What the engine's paged pool reserves for one sequence of ``kv_len`` tokens on one GPU: whole blocks, as its
         allocator pages the model (``models.kv_cache.paged_cache_bytes``)."""
         e = self.engine
-        return paged_cache_bytes(self.arch, self.tp, self.kv_bits, kv_len, e.kv_block_tokens, e.hybrid_pages)
+        return paged_cache_bytes(self.arch, self.tp, self.kv_bits, kv_len, e.kv_block_tokens, e.vllm_cache)
 
     @property
     def kv_bytes_per_token_layer(self) -> float:
@@ -70,7 +70,7 @@ class ServeSetup:
     @property
     def state_bytes_per_layer(self) -> float:
         """One sequence's fixed recurrent state on one GPU, averaged over the layers (a decode step reads and writes it)."""
-        return state_bytes(self.arch, self.tp, self.engine_style) / self.arch.num_hidden_layers
+        return state_bytes(self.arch, self.tp, self.engine.vllm_cache) / self.arch.num_hidden_layers
 
     @property
     def attention_share(self) -> float:

@@ -101,13 +101,16 @@ def test_an_engine_s_pool_holds_a_hybrid_s_sequences_by_their_own_cache(predicto
 
 
 def test_a_state_is_kept_as_the_engine_keeps_it(predictor):
-    """transformers keeps a gated delta-net's scan state in fp32, vLLM in the model's bf16; Nemotron-H's config names
-    fp32 for its SSM state (mamba_ssm_cache_dtype), which both keep. The transformers runtime's count keeps
-    transformers' bytes."""
+    """transformers and SGLang keep a gated delta-net's scan state in fp32, vLLM in the model's bf16; Nemotron-H's
+    config names fp32 for its SSM state (mamba_ssm_cache_dtype), which all keep."""
     qwen = predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))
     nemo = predictor.serving_layout(resolve_model(CONFIGS + "nemotron-h-12l.json"))
-    assert state_bytes(qwen, 1, engine=True) == pytest.approx(state_bytes(qwen, 1) * 1114112 / 2162688)
-    assert state_bytes(nemo, 1, engine=True) == state_bytes(nemo, 1) > 0
+    assert state_bytes(qwen, 1, vllm=True) == pytest.approx(state_bytes(qwen, 1) * 1114112 / 2162688)
+    assert state_bytes(nemo, 1, vllm=True) == state_bytes(nemo, 1) > 0
+    plat = resolve_platform("h100x1")
+    cal = predictor.serving_calibration(plat)
+    vllm, sglang = (make_setup(qwen, plat, cal, engine=e).kv_bytes(1000) for e in ("vllm", "sglang"))
+    assert sglang - vllm == pytest.approx(state_bytes(qwen, 1) - state_bytes(qwen, 1, vllm=True))  # SGLang: fp32 scans
 
 
 def test_sliding_and_full_layers_are_paged_in_groups_of_the_full_layers():
@@ -115,9 +118,9 @@ def test_sliding_and_full_layers_are_paged_in_groups_of_the_full_layers():
     groups (two empty layers), each sliding group holding the blocks of the last 511 tokens and the newest."""
     arch = Predictor().serving_layout(resolve_model(CONFIGS + "gemma-3-1b.json"))
     token = arch.kv_groups[0].values_per_token * 2
-    got = paged_cache_bytes(arch, 1, 16, 4096, 64, hybrid_pages=True)
+    got = paged_cache_bytes(arch, 1, 16, 4096, 64, vllm=True)
     assert got == 4 * 64 * token * (4096 // 64 + 6 * (math.ceil(511 / 64) + 1))
-    assert paged_cache_bytes(arch, 1, 16, 4096, 64, hybrid_pages=False) == kv_cache_bytes(arch, 1, 16, 4096, engine=True)
+    assert paged_cache_bytes(arch, 1, 16, 4096, 64, vllm=False) == kv_cache_bytes(arch, 1, 16, 4096)
 
 
 def test_the_transformers_runtime_of_a_hybrid_says_which_kernels_its_memory_assumes(predictor):
