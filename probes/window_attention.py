@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -22,16 +21,10 @@ SHAPES = (("gemma-3-1b", 4, 1, 256, 512), ("gemma-3-4b", 8, 4, 256, 1024), ("gem
 TOKENS = (2048, 8192)
 
 
-def _timed(fn: Callable[[], Any], reps: int = 10) -> float:
-    import torch
+def _timed(fn: Callable[[], Any]) -> float:
+    from probes.engine_sweep import timed_s
 
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps
+    return timed_s(fn, cuda=True, repeats=10, warmup=2)
 
 
 def main(argv: list[str] | None = None) -> int:
