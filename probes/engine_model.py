@@ -460,13 +460,16 @@ class EngineDecoder:
         """A prefill chunk of ``t`` queries from position ``first`` over the keys its window reaches, as
         FlashAttention's local attention runs it: FlexAttention (compiled once per shape) with a block mask of the
         window's causal pairs, the tiles outside it skipped."""
+        import torch
         from torch.nn.attention.flex_attention import create_block_mask
 
         lo = max(0, first - window + 1)
+        # tensors, not Python ints: the compiled kernel takes them as inputs instead of recompiling for each chunk's
+        # offset (grid engine-families-9 ran with ints, past torch.compile's cache limit: eager flex for later chunks)
+        shift, span = (torch.tensor(x, device=q.device) for x in (first - lo, window))
 
         def inside(_b: Any, _h: Any, qi: Any, ki: Any) -> Any:
-            q_pos, k_pos = qi + first, ki + lo
-            return (k_pos <= q_pos) & (q_pos - k_pos < window)
+            return (ki <= qi + shift) & (qi + shift - ki < span)
 
         mask = create_block_mask(inside, None, None, t, first + t - lo, device=q.device)
         return _compiled_flex()(q, kc[:, :, lo: first + t], vc[:, :, lo: first + t], block_mask=mask, enable_gqa=True,
