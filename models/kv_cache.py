@@ -37,6 +37,13 @@ def _groups(arch: ModelArch) -> list[_Group]:
     return [_Group(arch.num_hidden_layers, None, 2.0 * arch.num_key_value_heads * arch.head_size, True, 0.0, 0.0)]
 
 
+def _state_share(tp: int) -> float:
+    """The part of a recurrent layer's state one GPU of a ``tp``-way group holds: its heads are split evenly (vLLM's
+    state shapes divide the Mamba, delta-net and convolution heads by the TP size; Qwen3-Next's 32 value heads are
+    not its 2 KV heads)."""
+    return 1.0 / tp
+
+
 def _share(arch: ModelArch, tp: int, split: bool) -> float:
     """The part of a layer's cache one GPU of a ``tp``-way group holds: its KV heads' (fewer heads than ranks are
     replicated), or all of it (a latent vector)."""
@@ -80,8 +87,8 @@ def kv_bytes_per_token(arch: ModelArch, tp: int, kv_bits: int) -> float:
 
 def state_bytes(arch: ModelArch, tp: int, vllm: bool = False) -> float:
     """Bytes of fixed state one sequence keeps on one GPU whatever its length (a hybrid's convolution and scan
-    states, as the model's own code holds them, or as vLLM does: ``vllm``; split over TP ranks by head), all layers."""
-    return sum(g.layers * (g.vllm_state if vllm else g.state) * _share(arch, tp, True) for g in _groups(arch))
+    states, as the model's own code holds them, or as vLLM does: ``vllm``; split evenly over TP ranks), all layers."""
+    return sum(g.layers * (g.vllm_state if vllm else g.state) * _state_share(tp) for g in _groups(arch))
 
 
 def kv_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: float, vllm: bool = False) -> float:
@@ -99,7 +106,7 @@ def _paged_kinds(arch: ModelArch) -> list[_Group]:
 
 def _vllm_state_page(arch: ModelArch, tp: int) -> float:
     """The largest fixed state one recurrent layer keeps per sequence on one GPU, as vLLM keeps it."""
-    return max((g.vllm_state * _share(arch, tp, True) for g in _groups(arch) if not g.values), default=0.0)
+    return max((g.vllm_state * _state_share(tp) for g in _groups(arch) if not g.values), default=0.0)
 
 
 def hybrid_block_tokens(arch: ModelArch, tp: int, kv_bits: int, block_tokens: int) -> int:

@@ -161,3 +161,12 @@ def test_layers_that_share_an_earlier_layer_s_cache_keep_none_of_their_own():
     groups = kv_groups(cfg)
     assert sum(g["layers"] for g in groups) == conf.num_hidden_layers
     assert sum(g["layers"] for g in groups if not g["values_per_token"]) == conf.num_kv_shared_layers
+
+
+def test_a_recurrent_state_splits_over_every_tensor_parallel_rank(predictor):
+    """Qwen3-Next has 2 KV heads but 32 value heads in its delta-net layers: at TP 4 each GPU keeps a quarter of every
+    state (vLLM divides the state's heads by the TP size), though each keeps one of the 2 KV heads, half the K/V."""
+    arch = predictor.serving_layout(resolve_model(CONFIGS + "qwen3-next-12l.json"))
+    assert state_bytes(arch, 4) == pytest.approx(state_bytes(arch, 1) / 4)
+    per_token = kv_cache_bytes(arch, 4, 16, 1001) - kv_cache_bytes(arch, 4, 16, 1000)
+    assert per_token == pytest.approx((kv_cache_bytes(arch, 1, 16, 1001) - kv_cache_bytes(arch, 1, 16, 1000)) / 2)
