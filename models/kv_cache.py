@@ -75,9 +75,14 @@ def attended_pairs(arch: ModelArch, new_tokens: float, kv_len: float) -> float:
     return sum(g.layers * pairs(new_tokens, kv_len, g.window) for g in _groups(arch) if g.values) / arch.num_hidden_layers
 
 
+def _group_token_bytes(arch: ModelArch, g: _Group, tp: int, kv_bits: int) -> float:
+    """Bytes one token adds to one layer of group ``g`` on one GPU: its values per token, ``kv_bits`` each."""
+    return g.values * _share(arch, tp, g.split) * kv_bits / 8
+
+
 def _token_bytes(arch: ModelArch, tp: int, kv_bits: int) -> list[float]:
-    """Bytes one token adds to one layer of each group on one GPU: its values per token, ``kv_bits`` each."""
-    return [g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in _groups(arch)]
+    """``_group_token_bytes`` of each group."""
+    return [_group_token_bytes(arch, g, tp, kv_bits) for g in _groups(arch)]
 
 
 def kv_bytes_per_token(arch: ModelArch, tp: int, kv_bits: int) -> float:
@@ -113,7 +118,7 @@ def hybrid_block_tokens(arch: ModelArch, tp: int, kv_bits: int, block_tokens: in
     """Tokens of an attention block where a recurrent layer's state must fit one page (vLLM's hybrid manager):
     ``block_tokens`` x ceil(state / (``block_tokens`` x the largest bytes one token adds to one layer)); ``block_tokens``
     for a model without recurrent layers."""
-    per_token = max((g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in _groups(arch)), default=0.0)
+    per_token = max(_token_bytes(arch, tp, kv_bits), default=0.0)
     state = _vllm_state_page(arch, tp)
     if not per_token or not state:
         return block_tokens
@@ -137,7 +142,7 @@ def paged_cache_bytes(arch: ModelArch, tp: int, kv_bits: int, kv_len: int, block
     kinds = _paged_kinds(arch)
     if not vllm or len(kinds) < 2:
         return kv_cache_bytes(arch, tp, kv_bits, math.ceil(kv_len / block_tokens) * block_tokens, vllm)
-    token = {g: g.values * _share(arch, tp, g.split) * kv_bits / 8 for g in kinds if g.values}
+    token = {g: _group_token_bytes(arch, g, tp, kv_bits) for g in kinds if g.values}
     page = max(hybrid_block_tokens(arch, tp, kv_bits, block_tokens) * max(token.values(), default=0.0),
                _vllm_state_page(arch, tp))
     group = min(g.layers for g in kinds)
