@@ -404,12 +404,10 @@ SSM_STATE_DTYPE_FIELDS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
 VLLM_STATE_VALUE_BYTES = 2.0
 
 
-def _vllm_state_bytes(conf: Any, state_bytes: float, state_values: float) -> float:
-    """The bytes of a layer's fixed state as vLLM keeps it (``SSM_STATE_DTYPE_FIELDS``)."""
+def _names_ssm_state_dtype(conf: Any) -> bool:
+    """Does the config name its scan state's dtype (``SSM_STATE_DTYPE_FIELDS``)? vLLM then keeps transformers' bytes."""
     text = conf.get_text_config(decoder=True) if hasattr(conf, "get_text_config") else conf
-    if any(getattr(text, f, None) for f in SSM_STATE_DTYPE_FIELDS):
-        return state_bytes
-    return VLLM_STATE_VALUE_BYTES * state_values
+    return any(getattr(text, f, None) for f in SSM_STATE_DTYPE_FIELDS)
 
 
 def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | None = None) -> list[dict[str, Any]] | None:
@@ -427,8 +425,9 @@ def kv_groups(cfg: dict[str, Any], traced: list[tuple[float, float, float]] | No
     layers = int(cfg["num_hidden_layers"])
     types = list(getattr(conf, "layer_types", None) or [])[:layers]
     if traced is not None and len(traced) == layers:
+        named = _names_ssm_state_dtype(conf)
         keeps = [t[0] > 0 for t in traced]
-        states = [(float(t[1]), _vllm_state_bytes(conf, t[1], t[2]) if t[1] else 0.0) for t in traced]
+        states = [(float(t[1]), float(t[1]) if named else VLLM_STATE_VALUE_BYTES * t[2]) for t in traced]
     else:
         keeps, states = _declared_kv_layers(conf, layers) or [True] * layers, [(0.0, 0.0)] * layers
     groups: dict[tuple, int] = {}

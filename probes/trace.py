@@ -421,7 +421,7 @@ def default_lora_targets(config: dict[str, Any], usual: list[str]) -> list[str] 
 
 
 def build_fake_model(config: dict[str, Any], layers: int, v: TraceVariant, layer_index: list[int] | None = None
-           ) -> tuple[Any, Any]:
+                     ) -> tuple[Any, Any]:
     """The cut model with fake parameters, adapters attached and requires_grad set as the variant trains.
 
     Built on the meta device (no initialisation), adapters attached there by PEFT, then every tensor made fake.

@@ -43,14 +43,11 @@ def main() -> None:
         if len(groups) < 2 and not any(g.state_bytes or g.window for g in groups):
             continue
         s = make_setup(arch, plat, cal)
-        if n_max := getattr(arch, "max_position_embeddings", None):
-            lengths = [n for n in LENGTHS if n <= n_max]
-        else:
-            lengths = list(LENGTHS)
+        n_max = getattr(arch, "max_position_embeddings", None)
         pool = kv_pool_bytes(s)
         cells = []
         for n in LENGTHS:
-            if n not in lengths:
+            if n_max and n > n_max:
                 cells.append(f"{'-':>15} {'-':>7} {'-':>7}")
                 continue
             before = int(pool // kv_cache_bytes(arch, 1, 16, math.ceil(n / OLD_BLOCK) * OLD_BLOCK))
