@@ -2473,7 +2473,7 @@ def _blind_families_4(hw: str, prefix: str) -> list[dict[str, Any]]:
 def _blind_recommend_groups(hw: str, prefix: str) -> list[dict[str, Any]]:
     """Held out (2026-12-07, thirtieth): issue 21's regret rule on architectures no recommend group has run. Three jobs,
     each the top four configurations ``advisor recommend --hardware h100x1 --task finetune --seq-len 2048 --engine
-    deepspeed,pytorch`` ranked for it (bundled fit, no profile; rank in the id; ZeRO 0/1/2 written as the config writes
+    deepspeed,pytorch`` ranked for it (bundled fit, no profile; on an H100, and for an H200 ``--hardware h200x1``; rank in the id; ZeRO 0/1/2 written as the config writes
     it): Llama-4-Scout's text shape cut to 4 layers (16 routed experts and a shared one, chunked attention, a 202k
     vocabulary), GLM-4.5-Air's shape cut to 4 layers (128 routed experts after a dense layer) and Qwen3.5-MoE's text model
     cut to 4 layers (gated delta-net layers and gated attention, routed experts). Stored before they run."""
@@ -2485,6 +2485,21 @@ def _blind_recommend_groups(hw: str, prefix: str) -> list[dict[str, Any]]:
         return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", "finetune", **{**run, **kw})
 
     l4, g45, q35 = "llama4-text-defaults-4l", "glm4-moe-defaults-4l", "qwen3.5-moe-text-defaults-4l"
+    if hw == "h200x1":  # the same jobs ranked for an H200 (its 141 GB take larger micro-batches)
+        return [
+            k("l4-r1-lora-pt-mb4", l4, micro_batch_size=4, **lora, **pt),
+            k("l4-r2-lora-z1-mb4", l4, micro_batch_size=4, zero_stage=1, **lora, **ds),
+            k("l4-r3-qlora-pt-mb4", l4, micro_batch_size=4, **qlora, **pt),
+            k("l4-r4-qlora-z1-mb4", l4, micro_batch_size=4, zero_stage=1, **qlora, **ds),
+            k("g45-r1-lora-pt-mb16", g45, micro_batch_size=16, **lora, **pt),
+            k("g45-r2-qlora-pt-mb16", g45, micro_batch_size=16, **qlora, **pt),
+            k("g45-r3-lora-pt-mb8", g45, micro_batch_size=8, **lora, **pt),
+            k("g45-r4-qlora-pt-mb8", g45, micro_batch_size=8, **qlora, **pt),
+            k("q35-r1-lora-pt-mb8", q35, micro_batch_size=8, **lora, **pt),
+            k("q35-r2-qlora-pt-mb8", q35, micro_batch_size=8, **qlora, **pt),
+            k("q35-r3-lora-z0-mb8", q35, micro_batch_size=8, zero_stage=0, **lora, **ds),
+            k("q35-r4-qlora-z0-mb8", q35, micro_batch_size=8, zero_stage=0, **qlora, **ds),
+        ]
     return [
         k("l4-r1-lora-pt-mb2", l4, micro_batch_size=2, **lora, **pt),
         k("l4-r2-lora-z1-mb2", l4, micro_batch_size=2, zero_stage=1, **lora, **ds),
@@ -2627,6 +2642,7 @@ GRIDS: dict[str, Any] = {"h200-host-reference": lambda: _h200_host_reference("h2
                          "h100-blind-families-4c": lambda: _blind_families_4("h100x1", "h100bf4c"),
                          "h100-blind-families-3": lambda: _h100_blind_3("h100x1", "h100bf3"),
                          "h100-blind-recommend-groups": lambda: _blind_recommend_groups("h100x1", "h100brg"),
+                         "h200-blind-recommend-groups": lambda: _blind_recommend_groups("h200x1", "h200brg"),
                          "h200-qlora-host-check": lambda: _qlora_host_check("h200x1", "h200qh"),
                          "h200-qlora-host-check-2": lambda: _qlora_host_check_2("h200x1", "h200qh2"),
                          "h200-moe-launches-check": lambda: _moe_launches_check("h200x1", "h200ml"),
