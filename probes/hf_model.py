@@ -331,7 +331,8 @@ def _bnb() -> Any:
 
 
 def quantize_linears(module: Any, quantization: str, device: "str | torch.device") -> int:
-    """Replace every ``nn.Linear`` under ``module`` by a frozen bitsandbytes layer holding its weights.
+    """Replace every ``nn.Linear`` under ``module`` by a frozen bitsandbytes layer holding its weights (a router that
+    post-processes its product excepted).
 
     nf4: ``Linear4bit`` (NF4, double quantization, bf16 compute) = the QLoRA base. int8: ``Linear8bitLt``
     with ``has_fp16_weights=False`` (LLM.int8(), threshold 6.0 as transformers' default). Returns the count.
@@ -343,8 +344,14 @@ def quantize_linears(module: Any, quantization: str, device: "str | torch.device
     bnb = _bnb()
     device = torch.device(device)
     count = 0
+    from probes.trace import calls_linear_forward
+
     for name, child in list(module.named_children()):
-        if isinstance(child, torch.nn.Linear) and not isinstance(child, (bnb.nn.Linear4bit, bnb.nn.Linear8bitLt)):
+        # a subclass that works on nn.Linear's product keeps its forward (Llama-4's and PhiMoE's routers return a tuple:
+        # a bitsandbytes layer in their place returned one tensor, and Llama-4's QLoRA stopped at "too many values to
+        # unpack", grid h100-blind-recommend-groups, 2026-12-07), as the trace keeps it (``probes.trace._as_bitsandbytes``)
+        if isinstance(child, torch.nn.Linear) and not isinstance(child, (bnb.nn.Linear4bit, bnb.nn.Linear8bitLt)) \
+                and not calls_linear_forward(child):
             setattr(module, name, _to_bnb(bnb, child, quantization, device))
             count += 1
         else:

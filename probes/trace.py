@@ -546,7 +546,7 @@ def _as_bitsandbytes(model: Any) -> None:
     # (Falcon's FalconLinear); a subclass that post-processes nn.Linear's product (PhiMoE's and Llama-4's routers, which
     # return a tuple) keeps its forward, as QLoRA of those models ran
     for n, m in model.named_modules():
-        if isinstance(m, torch.nn.Linear) and in_block(n) and ".lora_" not in n and not _calls_linear_forward(m):
+        if isinstance(m, torch.nn.Linear) and in_block(n) and ".lora_" not in n and not calls_linear_forward(m):
             m.forward = forward.__get__(m)
 
 
@@ -791,7 +791,7 @@ def _forward_source(cls: type) -> str | None:
         return None
 
 
-def _calls_linear_forward(m: Any) -> bool:
+def calls_linear_forward(m: Any) -> bool:
     """A linear subclass whose forward runs ``nn.Linear.forward`` and works on its result (a router's
     ``super().forward``)."""
     import torch
@@ -814,7 +814,7 @@ def _runs_f_linear(m: Any, torch: Any) -> bool:
     if "forward" in vars(m):  # the bitsandbytes stand-in replaced its forward (``_as_bitsandbytes``): F.linear
         return True
     if type(m).forward is torch.nn.Linear.forward or type(m).__module__.split(".")[0] in ("peft", "bitsandbytes") \
-            or _calls_linear_forward(m):
+            or calls_linear_forward(m):
         return True
     source = _forward_source(type(m))
     return source is None or "linear(" in source

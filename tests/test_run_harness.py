@@ -330,3 +330,32 @@ def test_a_quantized_base_is_built_whatever_the_family_s_layers(config: dict, tm
     assert len(hf_model.decoder_layers(model)) == config["num_hidden_layers"] == len(quantized)
     x = torch.randint(0, 128, (1, 16))
     assert torch.isfinite(model(input_ids=x, labels=x).loss)
+
+
+def test_a_router_that_post_processes_its_product_is_not_quantized(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Llama-4's router is an nn.Linear subclass whose forward returns (scores, logits); a bitsandbytes layer in its
+    place returns one tensor, and Llama-4's QLoRA stopped at "too many values to unpack" (one H100, grid
+    h100-blind-recommend-groups, 2026-12-07). The projections beside it are still replaced."""
+    import types
+
+    import torch
+    from transformers import Llama4TextConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4TextMoe
+
+    class FourBit(torch.nn.Linear):
+        pass
+
+    class EightBit(torch.nn.Linear):
+        pass
+
+    fake_bnb = types.SimpleNamespace(nn=types.SimpleNamespace(Linear4bit=FourBit, Linear8bitLt=EightBit))
+    monkeypatch.setattr(hf_model, "_bnb", lambda: fake_bnb)  # bitsandbytes needs a GPU: a stand-in class marks the swap
+    monkeypatch.setattr(hf_model, "_to_bnb", lambda bnb, lin, q, d: FourBit(lin.in_features, lin.out_features,
+                                                                              bias=lin.bias is not None))
+    cfg = Llama4TextConfig(hidden_size=64, intermediate_size=128, num_local_experts=4, num_experts_per_tok=1)
+    moe = Llama4TextMoe(cfg)
+    replaced = hf_model.quantize_linears(moe, "nf4", "cpu")
+    assert type(moe.router).__name__ == "Llama4Router"  # kept: its forward still returns the pair
+    assert isinstance(moe.shared_expert.gate_proj, FourBit) and replaced == 3  # the shared expert's three projections
+    scores, logits = moe.router(torch.randn(5, 64))
+    assert scores.shape == logits.shape == (5, 4)
