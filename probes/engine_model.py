@@ -19,11 +19,13 @@ vLLM's decoder layers (read from its model code) in plain torch, no vLLM needed.
   model has one (Qwen2-MoE);
 - sliding windows (StarCoder2 every layer, Gemma-2 alternate layers, Gemma-3 five of six, its q/k normalised per
   head; from the config as transformers fills it in): a decode step reads only the last ``window`` cached positions
-  (vLLM reads only those blocks); a prefill chunk reads from the window's start and is masked to it; on a GPU, a chunk
-  longer than its window runs FlexAttention with the window's block mask, the tiles outside it skipped, as
-  FlashAttention's local attention (vLLM) skips them (before 2026-12-07 it ran one window of queries at a time under a
-  boolean mask: 5-12x FlexAttention's time on an H100, logs/h100x1-window-attention-2026-12-07.jsonl, and the whole
-  of grid engine-families-8's Gemma-3-1B prefill).
+  (vLLM reads only those blocks); a prefill chunk reads from the window's start and is masked to it; a chunk longer
+  than its window runs one window of queries at a time under a boolean mask, so the tiles outside the window are
+  skipped as FlashAttention's local attention (vLLM) skips them, though each window's masked SDPA runs 5-12x
+  FlexAttention's time on an H100 (logs/h100x1-window-attention-2026-12-07.jsonl). FlexAttention in the decoder was
+  tried and taken out: with a block mask built for each chunk and the kernel compiled per key length, Gemma-3-1B's
+  prefill ran 0.8-1.4x the masked windows' time with the offsets as Python ints (grid engine-families-9) and 1.4-4.2x
+  with them as tensors (engine-families-10), both on one H100 on 2026-12-07.
 
 Not vLLM-like: the KV cache is one contiguous tensor per layer, ``[batch, kv_heads, length, head_dim]`` for K and V
 (a paged cache reads the same bytes in blocks), every position kept even in a sliding layer (vLLM's hybrid allocator
@@ -40,7 +42,6 @@ ones (``mlp_only_layers``, ``decoder_sparse_step``).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -441,8 +442,6 @@ class EngineDecoder:
                 keys, values = kc[:, :, -window:], vc[:, :, -window:]
         else:
             first = int(start) if not torch.is_tensor(start) else int(start.item())
-            if window and t > window and q.is_cuda:
-                return self._flex_window(q, kc, vc, first, t, window)
             if window and t > window:
                 # FlashAttention's local attention (vLLM) skips the tiles outside the window: queries in blocks of
                 # one window, each over the keys its window reaches (two windows at most), not the whole chunk's
@@ -455,25 +454,6 @@ class EngineDecoder:
         if attn == "sdpa":
             return self._sdpa(q, keys, values, mask, t)
         return self._bmm_attention(q, keys, values, mask, t)
-
-    def _flex_window(self, q: Any, kc: Any, vc: Any, first: int, t: int, window: int) -> Any:
-        """A prefill chunk of ``t`` queries from position ``first`` over the keys its window reaches, as
-        FlashAttention's local attention runs it: FlexAttention (compiled once per shape) with a block mask of the
-        window's causal pairs, the tiles outside it skipped."""
-        import torch
-        from torch.nn.attention.flex_attention import create_block_mask
-
-        lo = max(0, first - window + 1)
-        # tensors, not Python ints: the compiled kernel takes them as inputs instead of recompiling for each chunk's
-        # offset (grid engine-families-9 ran with ints, past torch.compile's cache limit: eager flex for later chunks)
-        shift, span = (torch.tensor(x, device=q.device) for x in (first - lo, window))
-
-        def inside(_b: Any, _h: Any, qi: Any, ki: Any) -> Any:
-            return (ki <= qi + shift) & (qi + shift - ki < span)
-
-        mask = create_block_mask(inside, None, None, t, first + t - lo, device=q.device)
-        return _compiled_flex()(q, kc[:, :, lo: first + t], vc[:, :, lo: first + t], block_mask=mask, enable_gqa=True,
-                                scale=self.s.attn_scale)
 
     def _chunk_mask(self, first: int, t: int, lo: int, window: int | None) -> Any:
         """A prefill chunk's mask over the keys from position ``lo``: bottom-right causal (new token j sees the cache so
@@ -547,16 +527,7 @@ class EngineDecoder:
             return "window=none"
         sizes = "/".join(str(w) for w in sorted(set(sliding)))
         return (f"window={sizes} on {len(sliding)} of {self.s.layers} layers (decode reads the window's positions, "
-                f"prefill chunks longer than it by FlexAttention's window block mask; the cache keeps every position)")
-
-
-@functools.cache
-def _compiled_flex() -> Any:
-    """FlexAttention compiled (eager it materialises the scores)."""
-    import torch
-    from torch.nn.attention.flex_attention import flex_attention
-
-    return torch.compile(flex_attention, dynamic=False)
+                f"prefill chunks longer than it one window of queries at a time; the cache keeps every position)")
 
 
 def attention_that_runs(dec: EngineDecoder, wanted: str) -> str:

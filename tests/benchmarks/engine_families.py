@@ -26,9 +26,11 @@ FIELDS = ("decode_step_s", "prefill_s")
 # 2026-12-07: grid 7 (Gemma-3, never run) predicted after the serving cache's own layout and the windows' attention work;
 # grid 8 (Gemma-3 again, Gemma-2-2B and StarCoder2 at 2k and 8k) after the engine-style decoder's windowed prefill
 # skipped the tiles outside the window as FlashAttention's local attention does (grid 7 ran before that); grid 9 (grid 8's
-# Gemma-3 cases, scored against grid 8's stored predictions) after the decoder ran such chunks by FlexAttention
+# Gemma-3 cases, scored against grid 8's stored predictions) after the decoder ran such chunks by FlexAttention; grid 10
+# the same with the mask's offsets as tensors (grid 9 had recompiled per offset)
 NEWEST_GRIDS = {"engine-families-4-": "4 and 5", "engine-families-5-": "4 and 5", "engine-families-6-": "6",
-                "engine-families-7-": "7", "engine-families-8-": "8", "engine-families-9-": "9"}
+                "engine-families-7-": "7", "engine-families-8-": "8", "engine-families-9-": "9",
+                "engine-families-10-": "10"}
 NEWEST_LABELS = {
     "4 and 5": "2026-11-28: Mixtral and Qwen3-MoE engine-style, Phi-3-mini, OLMo-2, Mistral-Nemo; Phi-4-mini, Qwen2.5-3B, "
                "SmolLM2, Qwen3-14B",
@@ -37,6 +39,8 @@ NEWEST_LABELS = {
     "8": "2026-12-07: Gemma-3 again, Gemma-2-2B and StarCoder2-3B; the decoder's windowed prefill one window at a time",
     "9": "2026-12-07: grid 8's Gemma-3 cases again (grid 8's predictions, stored before either ran); the decoder's "
          "windowed prefill by FlexAttention's window block mask, recompiled per chunk offset",
+    "10": "2026-12-07: grid 9's cases again (grid 8's predictions, stored before any of them ran); FlexAttention's window "
+          "mask with its offsets as tensors, compiled once",
 }
 # a grid's rows: in the fit (``own/``) or held out (``own/logs/``); not its cases, predictions or side experiments
 RUNS = re.compile(r"-engine-families(-\d+)?-\d{4}-\d\d-\d\d\.jsonl$")
