@@ -72,6 +72,13 @@ def hf_config_path(config_path: Path | str) -> Path:
     return p.with_name(p.stem + "_hf" + p.suffix)
 
 
+def accelerate_config_path(config_path: Path | str) -> Path:
+    """Where the accelerate config goes: beside the plain DeepSpeed JSON and named after it (``ds_config_accelerate.yaml``),
+    so a second config written into the same folder never rewrites the first one's (it points at its own JSON)."""
+    p = Path(config_path)
+    return p.with_name(p.stem + "_accelerate.yaml")
+
+
 def training_arguments(case: TrainCase, config_path: Path | str, bf16: bool = True) -> dict:
     """The ``TrainingArguments`` keywords of this pick: micro-batch, accumulation, precision, recomputation,
     learning rate (and the plain JSON's Adam betas), and ``deepspeed=`` the Trainer's JSON (values it owns "auto")."""
@@ -134,7 +141,7 @@ def write_configs(config_path: Path, cfg: dict, case: TrainCase, gpus: int, node
     from models.deepspeed_config import hf_trainer_config
 
     paths = {"deepspeed": Path(config_path), "hf_trainer": hf_config_path(config_path),
-             "accelerate": Path(config_path).with_name("accelerate_config.yaml")}
+             "accelerate": accelerate_config_path(config_path)}
     atomic_write_json(paths["deepspeed"], cfg)
     atomic_write_json(paths["hf_trainer"], hf_trainer_config(cfg))
     atomic_write_text(paths["accelerate"], accelerate_config(case, gpus, config_path, nodes))

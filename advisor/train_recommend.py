@@ -140,7 +140,7 @@ def recommend_train(
     items = [_item(i + 1, c, best, ev, stages) for i, (c, stages) in enumerate(folded)]
     ranked = [c for c, _ in folded]
     config_path = out_dir / "ds_config.json"
-    accel_path = out_dir / "accelerate_config.yaml"
+    accel_path = hints.accelerate_config_path(config_path)
     bf16 = ev.platform.gpu.supports_bf16
     launch = launch_line(best, ev.gpus, config_path, ev.platform)
     written: dict[str, Path] = {}

@@ -91,9 +91,19 @@ def test_prints_the_paths_it_wrote_and_an_accelerate_config_beside(tmp_path):
     r = _run("--hardware", "h100x1", "--model", "7b", "--out", str(out))
     assert r.exit_code == 0, r.output
     assert str(out.resolve()) in r.output.replace("\n", "")
-    accel = out.with_name("accelerate_config.yaml").read_text()
+    accel = out.with_name(out.stem + "_accelerate.yaml").read_text()
     assert "distributed_type: DEEPSPEED" in accel and str(out.resolve()) in accel
     assert "Setting accelerator" not in r.stdout  # DeepSpeed's import noise stays off stdout
+
+
+def test_two_configs_in_one_folder_keep_their_own_accelerate_configs(tmp_path):
+    """A second config written beside the first rewrote the one accelerate file both launch lines named, so the first
+    job's `accelerate launch` ran the second job's DeepSpeed JSON (a new user's trial, 2026-12-07)."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert _run("--hardware", "h100x1", "--model", "7b", "--out", str(a)).exit_code == 0
+    assert _run("--hardware", "h100x1", "--model", "7b", "--method", "qlora", "--out", str(b)).exit_code == 0
+    assert str(a.resolve()) in (tmp_path / "a_accelerate.yaml").read_text()
+    assert str(b.resolve()) in (tmp_path / "b_accelerate.yaml").read_text()
 
 
 def test_hints_fit_the_box_and_the_pick(tmp_path):

@@ -85,7 +85,7 @@ def test_accelerate_loads_the_config_and_the_json_it_points_at(tmp_path):
     from accelerate.utils import DeepSpeedPlugin
 
     out, _ = _recommend(tmp_path, JOBS[0])
-    cfg = load_config_from_file(str(out / "accelerate_config.yaml"))
+    cfg = load_config_from_file(str(out / "ds_config_accelerate.yaml"))
     assert cfg.distributed_type == "DEEPSPEED" and cfg.num_processes == 8, accelerate.__version__
     path = cfg.deepspeed_config["deepspeed_config_file"]
     plugin = DeepSpeedPlugin(hf_ds_config=path)

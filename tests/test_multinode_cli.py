@@ -49,7 +49,7 @@ def test_recommend_four_nodes_writes_hostfile_config_and_launch_lines(tmp_path: 
     assert top["launch"] == f"deepspeed --hostfile {hostfile} --num_nodes 4 --num_gpus 8 train.py --deepspeed {tmp_path / 'ds_config.json'}"
     assert "torchrun --nnodes 4 --nproc_per_node 8 --rdzv_backend c10d --rdzv_endpoint worker-1:29500" in top["launch_torchrun"]
     assert "--num_machines 4 --num_processes 32 --machine_rank RANK --main_process_ip worker-1" in top["launch_accelerate"]
-    accel = (tmp_path / "accelerate_config.yaml").read_text()
+    accel = (tmp_path / "ds_config_accelerate.yaml").read_text()
     assert "num_machines: 4" in accel and "num_processes: 32" in accel and "deepspeed_multinode_launcher: standard" in accel
     assert json.loads((tmp_path / "ds_config.json").read_text()) == top["deepspeed_config"]
 

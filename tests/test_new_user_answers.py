@@ -146,7 +146,7 @@ def test_a_single_node_run_removes_the_hostfile_a_several_node_run_left(tmp_path
     single = run("recommend", "-H", "h100x1", *TINY_JOB, "--out-dir", str(out))
     assert single.exit_code == 0, single.stderr
     left = sorted(p.name for p in out.iterdir())
-    assert left == ["accelerate_config.yaml", "ds_config.json", "ds_config_hf.json", "notes.txt"], left
+    assert left == ["ds_config.json", "ds_config_accelerate.yaml", "ds_config_hf.json", "notes.txt"], left
 
 
 def test_a_hostfile_with_the_users_hosts_in_it_stays(tmp_path):

@@ -170,7 +170,7 @@ def deepspeed_config_cmd(
         warn(problem)
     elif problem:
         fail(f"DeepSpeed rejects the generated config: {problem}")
-    accel = out.with_name("accelerate_config.yaml")
+    accel = hints.accelerate_config_path(out)
     try:
         written = hints.write_configs(out, cfg, c, n, c.nodes)
         if c.nodes > 1:
