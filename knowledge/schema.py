@@ -32,17 +32,19 @@ class GPUSpec(Strict):
     aliases: list[str] = []
     arch: str  # volta, ampere, ada, hopper
     compute_capability: float
-    memory_gib: float  # usable device memory as nvidia-smi reports it, GiB
-    memory_bandwidth_gbs: float  # HBM/GDDR peak, GB/s
-    bf16_tflops: float | None  # dense tensor-core, fp32 accumulate; None = no bf16
-    fp16_tflops: float  # dense tensor-core, fp32 accumulate
-    fp8_tflops: float | None = None  # dense
-    int8_tops: float | None = None  # dense
-    fp32_tflops: float  # non-tensor FP32
-    nvlink_gbs: float = 0.0  # per GPU, one direction, GB/s; 0 = none
+    # bounds keep a platform file's GPU physical: 0 or negative GiB read as "-6.0 GiB usable of -5.0", not an error;
+    # the largest card of 2026 holds 288 GB, the fastest moves 8 TB/s
+    memory_gib: float = Field(gt=0, le=1 << 12)  # usable device memory as nvidia-smi reports it, GiB
+    memory_bandwidth_gbs: float = Field(gt=0, le=1e5)  # HBM/GDDR peak, GB/s
+    bf16_tflops: float | None = Field(gt=0, le=1e5)  # dense tensor-core, fp32 accumulate; None = no bf16
+    fp16_tflops: float = Field(gt=0, le=1e5)  # dense tensor-core, fp32 accumulate
+    fp8_tflops: float | None = Field(default=None, gt=0, le=1e5)  # dense
+    int8_tops: float | None = Field(default=None, gt=0, le=1e5)  # dense
+    fp32_tflops: float = Field(gt=0, le=1e5)  # non-tensor FP32
+    nvlink_gbs: float = Field(default=0.0, ge=0, le=1e5)  # per GPU, one direction, GB/s; 0 = none
     nvlink_kind: Literal["none", "nvswitch", "bridge-pairs"] = "none"
-    pcie_gen: int
-    pcie_gbs: float  # x16 one direction, GB/s
+    pcie_gen: int = Field(ge=1, le=10)
+    pcie_gbs: float = Field(gt=0, le=1e4)  # x16 one direction, GB/s
     p2p_over_pcie: bool = True  # GeForce 40-series has peer-to-peer disabled
     tdp_w: float | None = None
     sources: dict[str, str]
