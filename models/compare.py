@@ -1,7 +1,7 @@
 """The comparison mesh of two cards (LLMRoofline): time ratio over batch size x sequence length. Pure.
 
 Each cell is one GPU's predicted time for one decode step (batch sequences at a KV length of seq) or one
-prefill (batch prompts of seq tokens), weights in 16-bit, no tensor parallelism, from the serving model
+prefill (batch prompts of seq tokens), weights in 16-bit, over all of a server's GPUs in tensor parallel, from the serving model
 (``advisor.commands.compare.serving_comparison`` asks the Predictor for each cell).
 """
 

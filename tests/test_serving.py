@@ -177,6 +177,17 @@ def test_mixtral_decode_is_memory_bound_and_h20_wins_everywhere():
     assert all(r < 1 for r in cells)
 
 
+def test_a_server_of_several_cards_is_compared_as_one_engine_over_all_of_them():
+    """Llama-2-70B (129 GiB of weights) fits on no single A100 or H20, but on 8 x H20 (768 GB) in tensor parallel it
+    does: each GPU count was taken as one card, and every cell said "neither card fits"."""
+    m = serving_comparison("a100x2", "h20x8", "70b", "decode", [1, 16], [512])
+    assert (m["a"], m["b"]) == ("2×A100", "8×H20")
+    assert all(fits == (True, True) for row in m["fits"] for fits in row)  # 2 x 80 GB hold them too, at short contexts
+    assert all(r < 1 for row in m["ratio"] for r in row)  # eight H20s stream the weights faster than two A100s
+    one = serving_comparison("a100x1", "h20x1", "70b", "decode", [1], [512])
+    assert one["fits"] == [[(False, False)]]
+
+
 # --- commands -----------------------------------------------------------------------------------------
 
 

@@ -111,8 +111,8 @@ def default_png(name_a: str, name_b: str, model: str, phase: str) -> Path:
 
 
 def compare(
-    hardware: str = typer.Option(..., "--hardware", help="First card, e.g. a100x1 (A in the ratio)."),
-    vs: str = typer.Option(..., "--vs", help="Second card, e.g. h20x1 (B in the ratio)."),
+    hardware: str = typer.Option(..., "--hardware", help="First card, e.g. a100x1 (A in the ratio); a100x2: two in tensor parallel."),
+    vs: str = typer.Option(..., "--vs", help="Second card, e.g. h20x1 (B in the ratio); h20x8: eight in tensor parallel."),
     model: str = typer.Option(..., "--model", help="Catalog model name, hub id, inline JSON or config.json path."),
     phase: str = typer.Option("decode", "--phase", help="decode (one step at a KV length) or prefill (prompt length)."),
     batch: str = typer.Option(DEFAULT_BATCH, "--batch", help="Batch sizes, comma-separated."),
@@ -185,7 +185,7 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
     if ctx is not None and seqs[0] > ctx:
         raise AdvisorError(f"--seq {seqs[0]} exceeds the {ctx}-token context of {arch.name}: every cell would be masked")
     predictor = Predictor()
-    cell_a, cell_b = (serve_cell(predictor, hw, model, phase) for hw in (hardware, vs))
+    cell_a, cell_b = (serve_cell(predictor, hw, model, phase, p.count) for hw, p in ((hardware, pa), (vs, pb)))
     ratio, bound, fits, beyond = predicted_mesh(cell_a, cell_b, list(batches), seqs, phase, ctx)
     if default_seqs:  # the default grid shows no column that is all past the context (decode at the full context)
         keep = [j for j in range(len(seqs)) if not all(row[j] for row in beyond)]
@@ -193,7 +193,8 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
             seqs = [seqs[j] for j in keep]
             ratio, bound, beyond = ([[row[j] for j in keep] for row in m] for m in (ratio, bound, beyond))
             fits = [[row[j] for j in keep] for row in fits] if fits else fits
-    name_a, name_b = pa.gpu.id.upper(), pb.gpu.id.upper()
+    # a server of several cards serves as one engine over all of them (tensor parallelism): "8×H20"
+    name_a, name_b = (p.gpu.id.upper() if p.count == 1 else f"{p.count}×{p.gpu.id.upper()}" for p in (pa, pb))
     if name_a == name_b:
         name_a, name_b = pa.id, pb.id
     regions = describe_regions(name_a, name_b, list(batches), seqs, ratio, bound, fits=fits, beyond=beyond, context=ctx)
@@ -202,14 +203,16 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
             "beyond": beyond, "context": ctx, "regions": regions}
 
 
-def serve_cell(predictor, hardware: str, model, phase: str):
-    """One card's cell for the mesh, from the serving model (``Predictor``): one GPU, 16-bit weights and KV,
-    a decode step at a KV length of ``seq`` or a prefill of ``seq`` tokens. Returns (seconds, bound, fits)."""
+def serve_cell(predictor, hardware: str, model, phase: str, tensor_parallel: int = 1):
+    """One side's cell for the mesh, from the serving model (``Predictor``): one engine over ``tensor_parallel`` GPUs
+    (all of the side's: ``a100x1`` one card, ``h20x8`` eight in tensor parallel), 16-bit weights and KV, a decode step
+    at a KV length of ``seq`` or a prefill of ``seq`` tokens. Returns (seconds, bound, fits). Each GPU count was once
+    taken as one card: Llama-2-70B on 8 x H20 (768 GB) came out "neither card fits"."""
     from knowledge.schema import ServeCase
 
     def cell(batch: int, seq: int) -> tuple[float, str, bool]:
         p = predictor.predict(ServeCase(id=f"{hardware}-b{batch}-s{seq}", hardware=hardware, model=model, task="serve",
-                                        batch_size=batch, prompt_len=seq, kv_len=seq, tensor_parallel=1, replicas=1,
+                                        batch_size=batch, prompt_len=seq, kv_len=seq, tensor_parallel=tensor_parallel, replicas=1,
                                         weight_bits=16, kv_bits=16))
         bd = p.breakdown
         if phase == "prefill":
