@@ -53,11 +53,20 @@ def _task_of(err: dict[str, Any]) -> str | None:
     return tag if tag in ("pretrain", "finetune", "serve") else None
 
 
+# a field of one kind of case and what the other kind calls the same thing (a serving case's prompt is a training
+# case's sequence): named first, as spelling alone told prompt_len "recompute"
+COUNTERPARTS = {"prompt_len": "seq_len", "kv_len": "seq_len", "batch_size": "micro_batch_size",
+                "seq_len": "prompt_len", "micro_batch_size": "batch_size"}
+
+
 def _unknown_field(field: str, task: str | None) -> str:
     """An unknown field, or one of the other kind of case: a training field on a serving case is not unknown, it does
     not apply there (and ``micro_batch_size`` is not the closest name to itself)."""
     own, other, kind = (ServeCase, TrainCase, "training") if task == "serve" else (TrainCase, ServeCase, "serving")
-    close = ", ".join(difflib.get_close_matches(field, [f for f in own.model_fields if f != "task"], n=3, cutoff=0.5))
+    names = difflib.get_close_matches(field, [f for f in own.model_fields if f != "task"], n=3, cutoff=0.5)
+    if COUNTERPARTS.get(field) in own.model_fields:
+        names = [COUNTERPARTS[field], *(n for n in names if n != COUNTERPARTS[field])][:3]
+    close = ", ".join(names)
     if task and field in other.model_fields:
         mine = "serving" if kind == "training" else "training"
         hint = f"; {mine} fields close to it: {close}" if close else ""
@@ -311,8 +320,9 @@ def check_plausible(case: TrainCase | ServeCase, profile: Profile | None = None)
     if case.tensor_parallel > platform.count:
         raise AdvisorError(f"tensor_parallel={case.tensor_parallel} exceeds the {platform.count} GPUs of {platform.id!r}")
     if ctx is not None:
-        if case.kv_len_effective > ctx:
-            raise AdvisorError(f"kv_len={case.kv_len_effective} exceeds the {ctx}-token context of {arch.name}")
+        if case.kv_len_effective > ctx:  # named as the case gave it: kv_len defaults to prompt_len
+            given = f"kv_len={case.kv_len}" if case.kv_len is not None else f"prompt_len={case.prompt_len} (the KV length)"
+            raise AdvisorError(f"{given} exceeds the {ctx}-token context of {arch.name}")
         if case.prompt_len + (case.output_len or 0) > ctx:
             raise AdvisorError(f"prompt_len={case.prompt_len} + output_len={case.output_len or 0} exceeds the "
                                f"{ctx}-token context of {arch.name}")

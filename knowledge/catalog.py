@@ -499,6 +499,8 @@ def resolve_model(model: str | dict[str, Any]) -> ModelArch:
             raise AdvisorError(f"inline model: {e}") from None
     if not isinstance(model, str):
         raise AdvisorError(f"model must be a name, an architecture object or a config.json path, got {model!r}")
+    if not model.strip():  # Path('') is the working folder: its config.json was read, and the error named that file
+        raise AdvisorError("model '' names no model: a catalog name (7b, llama3-8b, …), a hub id or a config.json path")
     found = models().get(model.lower())
     if found:
         return found

@@ -333,7 +333,7 @@ def other_command_args(tmp_path: Path):
         ([*rec, "-m", "{" * 3000], 2),
         ([*rec, "-m", "{not json"], 2),
         ([*rec, "-t", "train"], 2),
-        ([*rec, "--engine", "jax"], 1),
+        ([*rec, "--engine", "jax"], 2),  # a bad option value is a usage error, as for serving
         ([*rec, "--objective", "speed"], 2),
         ([*rec, "--sampler", "grid"], 2),
         ([*rec, "--profile", "/dev/zero"], 1),

@@ -26,6 +26,9 @@ REC = ["recommend", "--task", "finetune", "--model", "7b"]
     (["recommend", "--hardware", "rtx4090x8", "--task", "finetune", "--model", "7b", "--gpus", "16"], 1, "--nodes 2"),
     (["recommend", "--hardware", "h100x1", "--task", "serve", "--model", "7b", "--engine", ""], 2, "names no engine"),
     (["recommend", "--hardware", "h100x1", "--task", "finetune", "--model", "7b", "--engine", " "], 2, "names no engine"),
+    # a new user's trial (2026-12-07): these named a value the user never gave
+    (["recommend", "--hardware", "h100x1", "--task", "finetune", "--model", ""], 1, "model '' names no model"),
+    (["recommend", "--hardware", "h100x1", "--task", "finetune", "--model", "7b", "--engine", "jax,"], 2, "'jax'"),
 ])
 def test_a_mistake_gets_one_line_and_a_hint(args, code, hint):
     r = run(*args)
@@ -76,3 +79,22 @@ def test_a_bad_choice_reads_plainly_and_names_the_value_once():
     assert "Value error" not in line and line.count("'finetuning'") == 1, line
     r = run("recommend", "--hardware", "h100x1", "--task", "finetune", "--model", "7b", "--lora-rank", "0")
     assert r.exit_code == 2 and "--lora-rank" in r.stderr and "(got '0')" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("case, hint", [
+    ({"task": "finetune", "prompt_len": 512}, "training fields close to it: seq_len"),  # spelling alone said recompute
+    ({"task": "serve", "micro_batch_size": 8}, "serving fields close to it: batch_size"),
+    ({"task": "serve", "prompt_len": 8000}, "prompt_len=8000 (the KV length) exceeds"),  # it said kv_len=8000
+])
+def test_a_case_s_mistake_names_what_the_case_said(case, hint, tmp_path):
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps({"id": "x", "hardware": "h100x1", "model": "7b", **case}) + "\n")
+    r = run("predict", "--cases", str(path))
+    assert r.exit_code == 1 and hint in " ".join(r.output.split()), r.output
+
+
+def test_an_engine_is_read_whatever_its_case_and_a_trailing_comma(tmp_path):
+    r = run(*REC, "--hardware", "h100x1", "--engine", "PyTorch,", "--top", "1", "--json", "--out-dir", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["recommendations"][0]["configuration"]["engine"] == "pytorch"
+

@@ -166,10 +166,11 @@ def recommend(
             raise AdvisorError(f"--lora-rank {lora_rank} exceeds the hidden size {arch.hidden_size} of {arch.name}")
         check_writable(out_dir, "--out-dir", folder=True)
         check_writable(out_dir / "ds_config.json", "--out-dir")
-        engines = tuple(e.strip() for e in (engine or "deepspeed").split(","))
+        # "pytorch," is pytorch and "PyTorch" is pytorch, as --hardware H100x8 is h100x8
+        engines = _names((engine or "deepspeed").lower())
         bad = [e for e in engines if e not in ("deepspeed", "pytorch")]
         if bad:
-            fail(f"--engine {bad[0]!r} is not one of deepspeed, pytorch")
+            fail(f"--engine {bad[0]!r} is not one of deepspeed, pytorch", code=2)
         from advisor.search import SearchSpec
         from advisor.train_recommend import recommend_train
 
@@ -251,7 +252,7 @@ def _serve_choices(engine: str | None, weight_format: str | None) -> tuple[str, 
     from knowledge.schema import FORMAT_BITS
     from models.serve_launch import ENGINES
 
-    engine = engine or "vllm"
+    engine = (engine or "vllm").strip().lower()  # VLLM is vllm
     if engine not in ENGINES:
         fail(f"--engine {engine!r} is not a serving engine; valid: {', '.join(ENGINES)}", code=2)
     if weight_format is None:
