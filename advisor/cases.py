@@ -176,7 +176,8 @@ def case_from_arg(text: str) -> TrainCase | ServeCase:
         raise MalformedFile(f"neither inline JSON nor a readable JSON file ({type(e).__name__}: {str(e).splitlines()[0][:120]})") from None
     if not isinstance(obj, dict):
         raise MalformedFile(f"expected a JSON object, got {type(obj).__name__}")
-    return parse_case(obj)
+    # one case on the command line needs no id to tell it from others (a file of cases does): "cli" where none is given
+    return parse_case({"id": "cli", **obj})
 
 
 def read_case_text(path: str | Path) -> str:

@@ -118,3 +118,10 @@ def test_hints_fit_the_box_and_the_pick(tmp_path):
     r = _run("--hardware", "a800x8", "--task", "finetune", "--model", "7b", "--zero-stage", "2", "--out", str(tmp_path / "a.json"))
     assert r.exit_code == 0, r.output
     assert "NCCL_P2P_DISABLE" not in r.output and "quant_storage" not in r.output
+
+
+def test_a_case_on_the_command_line_needs_no_id(tmp_path):
+    """One case given with --case is told from no other: its id was demanded anyway ("id: missing")."""
+    r = _run("--case", '{"hardware": "h100x1", "model": "7b", "task": "finetune"}', "--out", str(tmp_path / "c.json"))
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "c.json").exists()
