@@ -98,3 +98,9 @@ def test_an_engine_is_read_whatever_its_case_and_a_trailing_comma(tmp_path):
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["recommendations"][0]["configuration"]["engine"] == "pytorch"
 
+
+
+def test_an_sxm_module_on_pcie_is_told_its_pcie_card():
+    """'h100x8-pcie' was read as SXM5 modules on a PCIe link, 40% above eight H100 PCIe cards: the card has its own id."""
+    r = run(*REC, "--hardware", "h100x8-pcie")
+    assert r.exit_code == 1 and "h100-pciex8" in r.stderr, r.output
