@@ -232,7 +232,11 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
         title=f"{header['model']} · {header['task']} · {_gpus_text(header)} · seq {header['seq_len']}",
         caption=(f"{_trials_text(s)} over {s['space_size']} configurations in {s['seconds']:.1f} s; "
                  f"± = held-out error; host RAM {header['host_ram_gib']:.0f} GiB, {header['cpu_cores']} cores"
-                 + (f" per node; network: {header['network']}" if header.get("nodes") else "")),
+                 + (f" per node; network: {header['network']}" if header.get("nodes") else "")
+                 # a server the catalog does not list gets a host by rule (cores and RAM per GPU): say so, and how to
+                 # give the real one (rtx4090x7 had more cores than the listed rtx4090x8, without a word)
+                 + (" (assumed: --host-ram-gib, --cpu-cores give yours)"
+                    if ev.platform.host.source.startswith("default") else "")),
         title_justify="left", caption_justify="left",
     )
     has_mfu = any(it.get("mfu") is not None for it in items)

@@ -104,3 +104,15 @@ def test_an_sxm_module_on_pcie_is_told_its_pcie_card():
     """'h100x8-pcie' was read as SXM5 modules on a PCIe link, 40% above eight H100 PCIe cards: the card has its own id."""
     r = run(*REC, "--hardware", "h100x8-pcie")
     assert r.exit_code == 1 and "h100-pciex8" in r.stderr, r.output
+
+
+def test_a_host_by_rule_is_said_to_be_assumed(tmp_path):
+    """A server the catalog does not list gets its host by rule (rtx4090x7: 56 cores, more than the listed rtx4090x8's
+    40): the caption says it is assumed and how to give the real one; a listed server's does not."""
+    said = {}
+    for hw in ("rtx4090x7", "rtx4090x8"):
+        r = run(*REC, "--hardware", hw, "--top", "1", "--out-dir", str(tmp_path / hw))
+        assert r.exit_code == 0, r.output
+        said[hw] = " ".join(r.stdout.split())
+    assert "(assumed: --host-ram-gib, --cpu-cores give yours)" in said["rtx4090x7"]
+    assert "assumed" not in said["rtx4090x8"]
