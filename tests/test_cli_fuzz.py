@@ -372,8 +372,8 @@ def other_command_args(tmp_path: Path):
         ([*ds, "--zero-stage", "4"], 2),
         ([*ds, "--hardware", "h100x\uff18"], 1),
         ([*ds, "--model", "nonexistent"], 1),
-        ([*ds, "--method", "QLoRA"], 1),
-        ([*ds, "--offload", "nvme"], 1),
+        ([*ds, "--method", "QLoRA"], 2),  # not a choice: a usage error, as in recommend
+        ([*ds, "--offload", "nvme"], 2),
         ([*ds, "--offload", "optimizer+params", "--zero-stage", "2"], 1),
         ([*ds, "--task", "serve"], 2),
         ([*ds, "--gpus", "9", "--hardware", "h100x8"], 1),

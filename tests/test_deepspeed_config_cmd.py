@@ -82,7 +82,9 @@ def test_refuses_meaningless_combinations(tmp_path):
     r = _run("--case", '{"id": "s", "hardware": "h100x1", "model": "7b", "task": "serve", "zero_stage": 2}', "--out", out)
     assert r.exit_code == 2 and "unknown field" not in r.output and "launch line" in r.output
     r = _run("--method", "qlra", "--out", out)
-    assert r.exit_code == 1 and "qlora" in r.output  # the closest valid value
+    assert r.exit_code == 2 and "qlora" in r.output  # the closest valid value; a usage error, as recommend's
+    r = _run("--task", "pretrian", "--out", out)
+    assert r.exit_code == 2 and "pretrain" in r.output
     assert not (tmp_path / "x.json").exists()
 
 

@@ -65,10 +65,11 @@ def _is_serve_case(text: str) -> bool:
 
 
 def _choice(value: str, valid: tuple, flag: str) -> str:
+    """A choice option's value; one that is not a choice is a usage error (exit 2, as ``recommend`` gives it)."""
     from knowledge.errors import unknown
 
     if value not in valid:
-        raise unknown(f"{flag} value", value, valid)
+        fail(str(unknown(f"{flag} value", value, valid)), code=2)
     return value
 
 
