@@ -123,6 +123,8 @@ def recommend_train(
         "task": spec.task, "seq_len": spec.seq_len, "global_batch": spec.global_batch, "search": facts,
         "profile": profile.gpu_name if profile else None,
         "host_ram_gib": ev.platform.host.host_ram_gib, "cpu_cores": ev.platform.host.cpu_cores,
+        # a server the catalog does not list gets its host by rule (cores and RAM per GPU), not from a source
+        "host_assumed": ev.platform.host.source.startswith("default"),
     }
     if spec.nodes > 1:
         header.update(nodes=spec.nodes, gpus_per_node=ev.gpus // spec.nodes, network=ev.network.label if ev.network else None)
@@ -233,10 +235,8 @@ def _table(header: dict[str, Any], items: list[dict[str, Any]], ev: Evaluator, w
         caption=(f"{_trials_text(s)} over {s['space_size']} configurations in {s['seconds']:.1f} s; "
                  f"± = held-out error; host RAM {header['host_ram_gib']:.0f} GiB, {header['cpu_cores']} cores"
                  + (f" per node; network: {header['network']}" if header.get("nodes") else "")
-                 # a server the catalog does not list gets a host by rule (cores and RAM per GPU): say so, and how to
-                 # give the real one (rtx4090x7 had more cores than the listed rtx4090x8, without a word)
-                 + (" (assumed: --host-ram-gib, --cpu-cores give yours)"
-                    if ev.platform.host.source.startswith("default") else "")),
+                 # say so, and how to give the real one (rtx4090x7 had more cores than the listed rtx4090x8, unsaid)
+                 + (" (assumed: --host-ram-gib, --cpu-cores give yours)" if header.get("host_assumed") else "")),
         title_justify="left", caption_justify="left",
     )
     has_mfu = any(it.get("mfu") is not None for it in items)

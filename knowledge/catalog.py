@@ -146,12 +146,6 @@ def match_gpu(device_name: str) -> GPUSpec | None:
 
 
 def _interconnect(gpu: GPUSpec, count: int, variant: str | None, hardware: str) -> str:
-    pcie_card = f"{gpu.id}-pcie"
-    if variant == "pcie" and pcie_card in gpus():
-        # 'h100x8-pcie' read as SXM5 modules on a PCIe link predicted 40% above eight H100 PCIe cards (another chip:
-        # fewer SMs, lower clocks and bandwidth): the card has its own id, and no server puts SXM modules on PCIe
-        raise AdvisorError(f"hardware {hardware!r}: {gpu.id} is the SXM module; {gpus()[pcie_card].name} cards are "
-                           f"{pcie_card}x{count}")
     if count == 1:
         return "single"
     if variant == "nvlink":
@@ -226,6 +220,10 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
     if count < 1 or count > 1024:
         raise AdvisorError(f"hardware {hardware!r}: GPU count {count} is out of range 1..1024")
     gpu = gpus()[gpu_name]
+    if variant == "pcie" and f"{gpu.id}-pcie" in gpus():
+        # 'h100x8-pcie' is a server of the PCIe card, a chip of its own (fewer SMs, lower clocks and bandwidth): read as
+        # SXM5 modules on a PCIe link it was predicted 40% above eight H100 PCIe cards, and no server puts SXM on PCIe
+        gpu = gpus()[f"{gpu.id}-pcie"]
     interconnect = _interconnect(gpu, count, variant, hardware)
     named = named_platforms().get(hw)
     if named:
@@ -250,8 +248,7 @@ def _platform_ids(hw: str) -> list[str]:
     count = given[1] if given else "8"
     ids = list(named_platforms())
     for g in {g.id: g for g in gpus().values()}.values():
-        ids += [f"{g.id}x{count}"] + ([f"{g.id}x{count}-pcie"] if f"{g.id}-pcie" not in gpus() else []) \
-            + ([f"{g.id}x{count}-nvlink"] if g.nvlink_kind != "none" else [])
+        ids += [f"{g.id}x{count}", f"{g.id}x{count}-pcie"] + ([f"{g.id}x{count}-nvlink"] if g.nvlink_kind != "none" else [])
     return ids
 
 

@@ -100,10 +100,13 @@ def test_an_engine_is_read_whatever_its_case_and_a_trailing_comma(tmp_path):
 
 
 
-def test_an_sxm_module_on_pcie_is_told_its_pcie_card():
-    """'h100x8-pcie' was read as SXM5 modules on a PCIe link, 40% above eight H100 PCIe cards: the card has its own id."""
-    r = run(*REC, "--hardware", "h100x8-pcie")
-    assert r.exit_code == 1 and "h100-pciex8" in r.stderr, r.output
+def test_a_pcie_server_of_a_gpu_with_a_pcie_card_is_that_card():
+    """'h100x8-pcie' was read as SXM5 modules on a PCIe link, 40% above eight H100 PCIe cards: it is the card's server."""
+    from knowledge.catalog import resolve_platform
+
+    p = resolve_platform("h100x8-pcie")
+    assert p.gpu.id == "h100-pcie" and p.interconnect == "pcie" and p.count == 8
+    assert resolve_platform("h100x8").gpu.id == "h100" and resolve_platform("a100x8-pcie").gpu.id == "a100"
 
 
 def test_a_host_by_rule_is_said_to_be_assumed(tmp_path):
