@@ -16,6 +16,7 @@ from advisor import hints
 from advisor.explain import alternatives, describe, short_why, smallest_footprint, why
 from advisor.output import console, err_console, print_hanging
 from advisor.search import Candidate, Evaluator, SearchSpec, run_search
+from knowledge.catalog import host_by_rule
 from knowledge.efficiency import Efficiencies
 from knowledge.schema import PlatformSpec, Profile
 from models.deepspeed_config import deepspeed_config
@@ -123,8 +124,7 @@ def recommend_train(
         "task": spec.task, "seq_len": spec.seq_len, "global_batch": spec.global_batch, "search": facts,
         "profile": profile.gpu_name if profile else None,
         "host_ram_gib": ev.platform.host.host_ram_gib, "cpu_cores": ev.platform.host.cpu_cores,
-        # a server the catalog does not list gets its host by rule (cores and RAM per GPU), not from a source
-        "host_assumed": ev.platform.host.source.startswith("default"),
+        "host_assumed": host_by_rule(ev.platform.host),
     }
     if spec.nodes > 1:
         header.update(nodes=spec.nodes, gpus_per_node=ev.gpus // spec.nodes, network=ev.network.label if ev.network else None)

@@ -169,13 +169,21 @@ def link_gbs(gpu: GPUSpec, interconnect: str) -> float:
 HOST_KEYS = ("sockets", "host_pcie_gen", "gpus_per_uplink", "dram_gbs", "dram_measured", "topology_source", "swap_gib", "swap_source")
 
 
+_BY_RULE = "default: "  # the source of a host given by rule, not read from anywhere
+
+
 def _default_host(gpu: GPUSpec, count: int) -> HostSpec:
     ram = DEFAULT_RAM_PER_GPU_MEMORY * count * gpu.memory_gib
     return HostSpec(
         cpu_cores=DEFAULT_CORES_PER_GPU * count,
         host_ram_gib=float(2 ** math.ceil(math.log2(max(ram, 64)))),
-        source=f"default: {DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
+        source=f"{_BY_RULE}{DEFAULT_CORES_PER_GPU} cores per GPU, RAM ≥ {DEFAULT_RAM_PER_GPU_MEMORY:g}× GPU memory",
     )
+
+
+def host_by_rule(host: HostSpec) -> bool:
+    """Is ``host`` the rule's (a server the catalog does not list: cores and RAM per GPU), not a listed or given one?"""
+    return host.source.startswith(_BY_RULE)
 
 
 def is_platform_file(hardware: str) -> bool:

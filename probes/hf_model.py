@@ -341,11 +341,11 @@ def quantize_linears(module: Any, quantization: str, device: "str | torch.device
 
     if quantization not in ("nf4", "int8"):
         return 0
+    from probes.trace import calls_linear_forward
+
     bnb = _bnb()
     device = torch.device(device)
     count = 0
-    from probes.trace import calls_linear_forward
-
     for name, child in list(module.named_children()):
         # a subclass that works on nn.Linear's product keeps its forward (Llama-4's and PhiMoE's routers return a tuple:
         # a bitsandbytes layer in their place returned one tensor, and Llama-4's QLoRA stopped at "too many values to

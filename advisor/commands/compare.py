@@ -203,7 +203,7 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
             "beyond": beyond, "context": ctx, "regions": regions}
 
 
-def serve_cell(predictor, hardware: str, model, phase: str, tensor_parallel: int = 1):
+def serve_cell(predictor, hardware: str, model, phase: str, tensor_parallel: int):
     """One side's cell for the mesh, from the serving model (``Predictor``): one engine over ``tensor_parallel`` GPUs
     (all of the side's: ``a100x1`` one card, ``h20x8`` eight in tensor parallel), 16-bit weights and KV, a decode step
     at a KV length of ``seq`` or a prefill of ``seq`` tokens. Returns (seconds, bound, fits). Each GPU count was once
