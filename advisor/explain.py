@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from knowledge.catalog import GPUS_PER_SERVER_MAX
 from knowledge.errors import AdvisorError
 from knowledge.schema import TrainCase, TrainPrediction
 
@@ -166,9 +167,6 @@ def _short_why(rank: int, p: TrainPrediction, best: TrainPrediction, case: Train
     if gap < 0:
         return f"+{-gap:.1%} but {ranked_below(p, case, short=True)}"
     return f"−{gap:.0%}: more {_worst_phase(p, best)}"
-
-
-GPUS_PER_SERVER_MAX = 8  # the most GPUs one common server holds (an HGX board): beyond, more nodes
 
 
 def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:

@@ -163,7 +163,7 @@ def print_serve(rec: dict, *, wide: bool = False, as_json: bool = False) -> None
         c = r["configuration"]
         tps = with_error(r["e2e_output_tokens_per_s"], r.get("rel_error_range"), wrap=not wide)
         cells = [str(r["rank"]), f"{c['tensor_parallel']}x{c['replicas']}", c["weight_format"], c["kv_cache_dtype"],
-                 str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", f"{r['tpot_s'] * 1e3:.1f}", f"{r['peak_mem_gib']:.1f}"]
+                 str(c["max_num_seqs"]), tps, f"{r['ttft_s'] * 1e3:,.0f}", tpot_text(r["tpot_s"]), f"{r['peak_mem_gib']:.1f}"]
         t.add_row(*cells, *([r["why"]] if wide else []))
     console.print(t)
     cache = cache_text(rec["cache"]) if rec.get("cache") else None
@@ -191,11 +191,17 @@ def nothing_fits_hint(rec: dict) -> str:
     return ", ".join(tries) + ", or a shorter --prompt-len/--output-len"
 
 
+def tpot_text(tpot_s: float | None) -> str:
+    """TPOT in ms, or a dash for a one-token output (benchmark_serving defines no TPOT there)."""
+    return "–" if tpot_s is None else f"{tpot_s * 1e3:.1f}"
+
+
 def top_pick_text(rec: dict) -> str:
     """The top pick's figures in one line, TTFT first: without a TTFT limit the throughput pick can keep each
     request waiting seconds for its first token."""
     r = rec["recommendations"][0]
-    text = (f"Top pick: TTFT {r['ttft_s'] * 1e3:,.0f} ms, TPOT {r['tpot_s'] * 1e3:.1f} ms, "
+    tpot = f"TPOT {tpot_text(r['tpot_s'])} ms, " if r["tpot_s"] is not None else ""
+    text = (f"Top pick: TTFT {r['ttft_s'] * 1e3:,.0f} ms, {tpot}"
             f"{r['e2e_output_tokens_per_s']:,.0f} output tok/s")
     if rec["max_ttft_ms"] is None:
         text += " (no --max-ttft-ms given: the pick maximises throughput; set one to bound the wait for the first token)"

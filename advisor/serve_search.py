@@ -111,6 +111,15 @@ class Config:
                 f"batch {self.max_num_seqs} per replica")
 
 
+def _ms(seconds: float | None) -> float | None:
+    """Seconds as milliseconds, None kept (a TPOT of a one-token output)."""
+    return None if seconds is None else seconds * 1e3
+
+
+def _ms_text(ms: float | None) -> str:
+    return "–" if ms is None else f"{ms:.1f}"
+
+
 @dataclass
 class Point:
     """One configuration's prediction for the whole deployment."""
@@ -119,7 +128,7 @@ class Point:
     fits: bool
     tokens_per_s: float  # deployment output tokens/s (under the load, when one is given)
     ttft_s: float
-    tpot_s: float
+    tpot_s: float | None  # None for a one-token output: benchmark_serving defines no TPOT there
     peak_mem_gib: float
     prediction: Any  # the ServePrediction of the deployment case
     load: dict | None = None
@@ -128,8 +137,8 @@ class Point:
     def violation(self, max_tpot_ms: float | None, max_ttft_ms: float | None) -> float:
         """The largest relative excess over the limits (0 when all are met)."""
         v = 0.0
-        for value, limit in ((self.tpot_s * 1e3, max_tpot_ms), (self.ttft_s * 1e3, max_ttft_ms)):
-            if limit is not None:
+        for value, limit in ((_ms(self.tpot_s), max_tpot_ms), (_ms(self.ttft_s), max_ttft_ms)):
+            if limit is not None and value is not None:
                 v = max(v, value / limit - 1.0 if limit > 0 else math.inf)
         return v
 
@@ -144,7 +153,7 @@ def _case(job: Job, c: Config, batch: int, replicas: int, output_len: int | None
 def predict_point(predictor, job: Job, c: Config) -> Point:
     """The deployment's prediction: ``c.replicas`` copies, ``c.batch_size`` sequences over all of them."""
     p = predictor.predict(_case(job, c, c.batch_size, c.replicas, job.output_len))
-    return Point(c, p.fits, p.e2e_output_tokens_per_s or 0.0, p.ttft_s or 0.0, p.tpot_s or 0.0, p.peak_mem_gib, p,
+    return Point(c, p.fits, p.e2e_output_tokens_per_s or 0.0, p.ttft_s or 0.0, p.tpot_s, p.peak_mem_gib, p,
                  why_not_fits=p.why_not_fits)
 
 
@@ -278,15 +287,15 @@ def point_summary(pt: Point) -> dict:
     c = pt.config
     return {"tensor_parallel": c.tensor_parallel, "replicas": c.replicas, "weight_format": c.weight_format,
             "kv_bits": c.kv_bits, "max_num_seqs": c.max_num_seqs, "batch_size": c.batch_size, "gpus": c.gpus,
-            "e2e_output_tokens_per_s": pt.tokens_per_s, "ttft_ms": pt.ttft_s * 1e3, "tpot_ms": pt.tpot_s * 1e3,
+            "e2e_output_tokens_per_s": pt.tokens_per_s, "ttft_ms": pt.ttft_s * 1e3, "tpot_ms": _ms(pt.tpot_s),
             "peak_mem_gib": pt.peak_mem_gib}
 
 
 def _verb(pt: Point, max_tpot_ms, max_ttft_ms) -> str:
     """What a point does about the limits, said only as far as it is true: "meets the limits" when it meets all,
     else the ones it meets ("meets TTFT ≤ 500 ms"), else "fits"."""
-    given = [(n, v, lim) for n, v, lim in (("TPOT", pt.tpot_s * 1e3, max_tpot_ms), ("TTFT", pt.ttft_s * 1e3, max_ttft_ms))
-             if lim is not None]
+    given = [(n, v, lim) for n, v, lim in (("TPOT", _ms(pt.tpot_s), max_tpot_ms), ("TTFT", _ms(pt.ttft_s), max_ttft_ms))
+             if lim is not None and v is not None]
     met = [f"{n} ≤ {lim:g} ms" for n, v, lim in given if v <= lim]
     if given and len(met) == len(given):
         return "meets the limits"
@@ -295,8 +304,8 @@ def _verb(pt: Point, max_tpot_ms, max_ttft_ms) -> str:
 
 def _misses(pt: Point, max_tpot_ms, max_ttft_ms) -> list[str]:
     out = []
-    for name, value, limit in (("TPOT", pt.tpot_s * 1e3, max_tpot_ms), ("TTFT", pt.ttft_s * 1e3, max_ttft_ms)):
-        if limit is not None:
+    for name, value, limit in (("TPOT", _ms(pt.tpot_s), max_tpot_ms), ("TTFT", _ms(pt.ttft_s), max_ttft_ms)):
+        if limit is not None and value is not None:
             verdict = f"> {limit:g} ms (misses by {value / limit - 1:.0%})" if value > limit else f"≤ {limit:g} ms"
             out.append(f"{name} {value:,.1f} ms {verdict}")
     return out
@@ -314,6 +323,9 @@ def search_serving(predictor, job: Job, *, gpus: int | None = None, weight_forma
     """
     if job.prompt_len < 1 or job.output_len < 1:
         raise AdvisorError("prompt_len and output_len must be at least 1")
+    if max_tpot_ms is not None and job.output_len < 2:
+        raise AdvisorError(f"--max-tpot-ms needs --output-len of at least 2: TPOT is the time per output token after the "
+                           f"first, and one output token has none (got --output-len {job.output_len})")
     for flag, v in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--rate", rate_per_s)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise AdvisorError(f"{flag} must be a positive finite number, got {v!r}")
@@ -344,7 +356,7 @@ def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_
         s = point_summary(pt)
         verb = _verb(pt, max_tpot_ms, max_ttft_ms)
         out.append({"change": change, **s, "text": f"{change}: {pt.config.describe()} {verb} at "
-                    f"{pt.tokens_per_s:,.0f} tok/s (TTFT {s['ttft_ms']:,.0f} ms, TPOT {s['tpot_ms']:.1f} ms){note}"})
+                    f"{pt.tokens_per_s:,.0f} tok/s (TTFT {s['ttft_ms']:,.0f} ms, TPOT {_ms_text(s['tpot_ms'])} ms){note}"})
 
     if max_tpot_ms is not None and max_ttft_ms is not None:  # each limit alone, in this space
         for name, tp_lim, tt_lim in (("TPOT", max_tpot_ms, None), ("TTFT", None, max_ttft_ms)):
@@ -359,10 +371,12 @@ def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_
         wider.append(("every weight format and an FP8 KV cache", job, gpus, None, KV_BITS))
     from knowledge.catalog import resolve_platform
 
-    try:
+    bigger_tried = False
+    try:  # one server of twice the GPUs, where one holds them (an 8-GPU server has no bigger sibling)
         bigger = resolve_platform(f"{job.platform.gpu.id}x{job.platform.count * 2}")
         wider.append((f"{bigger.count}x {job.platform.gpu.name} (twice the GPUs)",
                       replace(job, hardware=bigger.id, platform=bigger), None, None, KV_BITS))
+        bigger_tried = True
     except AdvisorError:
         pass
     for change, j, g, wf, kb in wider:
@@ -376,7 +390,7 @@ def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_
     if not out and points:
         floor = min(points, key=lambda p: p.tpot_s if max_tpot_ms is not None else p.ttft_s)
         s = point_summary(floor)
-        out.append({"change": "none found", **s, "text": "nothing within twice the GPUs meets them; the lowest "
+        out.append({"change": "none found", **s, "text": f"nothing searched{' (up to twice the GPUs)' if bigger_tried else ''} meets them; the lowest "
                     f"{'TPOT' if max_tpot_ms is not None else 'TTFT'} found is {s['tpot_ms' if max_tpot_ms is not None else 'ttft_ms']:,.1f} ms "
                     f"({floor.config.describe()}): loosen the limit or shorten the prompt/output"})
     return out

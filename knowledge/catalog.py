@@ -26,6 +26,10 @@ MAX_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few kB
 # shapes give 8 to 16 vCPUs and at least twice the GPUs' memory in RAM per GPU.
 DEFAULT_CORES_PER_GPU = 8
 DEFAULT_RAM_PER_GPU_MEMORY = 2.0
+# The most GPUs one server the catalog does not list may hold: NVIDIA's HGX boards (A100, H100, H200, B200) and the
+# usual PCIe GPU servers carry 8. A larger box is listed (v100x16, the DGX-2) or described in a platform file; more
+# GPUs than that are servers joined by a network (--nodes), not one NVSwitch domain with the rule's 4 TiB host.
+GPUS_PER_SERVER_MAX = 8
 
 
 class MalformedInput(AdvisorError):
@@ -241,12 +245,24 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
                         **{k: named[k] for k in HOST_KEYS if k in named})
         notes = named.get("notes", "")
     else:
+        if count > GPUS_PER_SERVER_MAX:
+            raise AdvisorError(f"hardware {hardware!r}: no listed server holds {count} {gpu.name}; "
+                               f"{_as_nodes_hint(gpu_name, count, variant)}, or describe your server in a platform file")
         host = _default_host(gpu, count)
         notes = ""
     _check_gpus(gpus_used, count, nodes, repr(hardware))
     return PlatformSpec(
         id=hw, gpu=gpu, count=count, interconnect=interconnect, link_gbs=link_gbs(gpu, interconnect), host=host, notes=notes
     )
+
+
+def _as_nodes_hint(gpu_id: str, count: int, variant: str | None) -> str:
+    """How to ask for ``count`` GPUs as servers of at most ``GPUS_PER_SERVER_MAX`` joined by a network."""
+    per_node = max(n for n in range(1, GPUS_PER_SERVER_MAX + 1) if count % n == 0)
+    if per_node == 1:
+        return f"{count} GPUs do not split into equal servers of 2 to {GPUS_PER_SERVER_MAX}"
+    suffix = f"-{variant}" if variant else ""
+    return f"for {count} GPUs on {count // per_node} servers: --hardware {gpu_id}x{per_node}{suffix} --nodes {count // per_node}"
 
 
 def _platform_ids(hw: str) -> list[str]:

@@ -80,10 +80,12 @@ def simulate(arrivals: Sequence[float], prompt_len: int, output_len: int, max_nu
                 still.append(r)
         running = still
     latency = [done_at[i] - arrivals[i] for i in range(n)]
-    tpot = [(latency[i] - ttft[i]) / (output_len - 1) for i in range(n)] if output_len > 1 else [0.0] * n
+    # benchmark_serving defines no TPOT for a one-token output
+    tpot = [(latency[i] - ttft[i]) / (output_len - 1) for i in range(n)] if output_len > 1 else None
     span = max(done_at) - arrivals[0]
     return {
         "requests": n, "duration_s": span, "output_tokens_per_s": n * output_len / span, "requests_per_s": n / span,
-        "mean_ttft_s": sum(ttft) / n, "p99_ttft_s": _p99(ttft), "mean_tpot_s": sum(tpot) / n, "p99_tpot_s": _p99(tpot),
+        "mean_ttft_s": sum(ttft) / n, "p99_ttft_s": _p99(ttft), "mean_tpot_s": sum(tpot) / n if tpot else None,
+        "p99_tpot_s": _p99(tpot) if tpot else None,
         "mean_latency_s": sum(latency) / n,
     }

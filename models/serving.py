@@ -361,10 +361,11 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
     if case.output_len:
         # the prefill yields the first token; output_len - 1 decode steps follow at growing kv_len, each with
         # the engine's host work between steps (scheduling, sampling)
+        # (vLLM's benchmark_serving defines no TPOT for a one-token output: None, never the decode step)
         steps = case.output_len - 1
-        tpot = (mean_decode_s(lambda k: decode_step_s(s, b, k), P + 1, steps) if steps else decode) + eff.generate_token_overhead_s
+        tpot = mean_decode_s(lambda k: decode_step_s(s, b, k), P + 1, steps) + eff.generate_token_overhead_s if steps else None
         ttft = prefill
-        e2e = B * case.output_len / (prefill + steps * tpot)
+        e2e = B * case.output_len / (prefill + (steps * tpot if steps else 0.0))
     context = max(kv + 1, P + (case.output_len or 0))
     mem = memory_verdict(s, b, P, context, kv)
     bd = ServeBreakdown(
@@ -415,8 +416,10 @@ def continuous_batching(arch: ModelArch, platform: PlatformSpec, cal: Calibratio
 
     def wave_s(b: int) -> tuple[float, float]:
         steps = output_len - 1
+        if not steps:
+            return prefill_s(s, b, prompt_len), 0.0
         tpot = mean_decode_s(lambda k: decode_step_s(s, b, k), prompt_len + 1, steps) + eff.generate_token_overhead_s
-        return prefill_s(s, b, prompt_len), (steps * tpot if steps else 0.0)
+        return prefill_s(s, b, prompt_len), steps * tpot
 
     full, rest = divmod(per_replica, batch)
     t, ttft_sum = 0.0, 0.0
@@ -428,7 +431,8 @@ def continuous_batching(arch: ModelArch, platform: PlatformSpec, cal: Calibratio
         ttft_sum += b * (count * t + (prefill + decode) * count * (count - 1) / 2 + count * prefill)
         t += count * (prefill + decode)
     waves = full + (1 if rest else 0)
-    tpot = mean_decode_s(lambda k: decode_step_s(s, batch, k), prompt_len + 1, max(output_len - 1, 1)) + eff.generate_token_overhead_s
+    tpot = (mean_decode_s(lambda k: decode_step_s(s, batch, k), prompt_len + 1, output_len - 1) + eff.generate_token_overhead_s
+            if output_len > 1 else None)  # no TPOT for a one-token output, as benchmark_serving
     return {
         "batch_size": batch, "memory_limited_batch": limit, "waves": waves, "total_s": t, "replicas": r,
         "output_tokens_per_s": n_requests * output_len / t, "requests_per_s": n_requests / t,

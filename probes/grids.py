@@ -2516,6 +2516,45 @@ def _blind_recommend_groups(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
+def _blind_full_depth(hw: str, prefix: str) -> list[dict[str, Any]]:
+    """Held out (2026-12-07, thirty-first): issue 21's judged regimes on whole models, not cuts: full training with
+    the optimizer offloaded (ZeRO-2) and with optimizer and parameters offloaded (ZeRO-3), LoRA under ZeRO-3 with and
+    without its optimizer offloaded (the pair a new user found predicted in the wrong order), QLoRA at 8k, and the
+    fit boundary of one 80 GB card (Qwen3-14B LoRA at micro-batch 2 predicted at 72 of 80 GiB, p_oom 0.2; Qwen3-4B's
+    offload at micro-batch 4, 69 GiB; Mistral-NeMo's LoRA at micro-batch 4, 93 GiB). Models from their hub configs
+    (Qwen3-4B/8B/14B, Phi-4-mini, Mistral-NeMo-12B with its 131k vocabulary, Gemma-2-9B, Phi-3-medium, SmolLM3-3B),
+    most first run whole here. Stored before they run, for an H100 and an H200 (a call for one may be lent the other)."""
+    run = {"_steps": 4, "_warmup": 2, "_timeout_s": 150, "flash_attention": True, "gpus": 1}
+    pt, ds = {"engine": "pytorch"}, {"engine": "deepspeed"}
+    lora, qlora, full = {"method": "lora"}, {"method": "qlora", "quantization": "nf4"}, {"method": "full"}
+    off, off_all = {"zero_stage": 2, "offload": "optimizer"}, {"zero_stage": 3, "offload": "optimizer+params"}
+
+    def k(cid: str, model: str, task: str = "finetune", **kw: Any) -> dict[str, Any]:
+        return _case(hw, f"{prefix}-{cid}", CONFIGS + f"{model}.json", task, **{**run, **kw})
+
+    return [
+        k("q3-14b-lora-pt-mb2-s2k", "qwen3-14b", micro_batch_size=2, seq_len=2048, **lora, **pt),
+        k("q3-4b-full-z2-offopt-mb4-s2k", "qwen3-4b", "pretrain", micro_batch_size=4, seq_len=2048, **off, **full, **ds),
+        k("q3-8b-lora-z3-mb2-s2k", "qwen3-8b", micro_batch_size=2, seq_len=2048, zero_stage=3, **lora, **ds),
+        k("q3-8b-lora-z3-offopt-mb2-s2k", "qwen3-8b", micro_batch_size=2, seq_len=2048, zero_stage=3, offload="optimizer",
+          **lora, **ds),
+        k("nemo-qlora-pt-rc-mb1-s8k", "mistral-nemo-12b", micro_batch_size=1, seq_len=8192, recompute=True, **qlora, **pt),
+        k("q3-4b-full-z3-offall-rc-mb4-s2k", "qwen3-4b", "pretrain", micro_batch_size=4, seq_len=2048, recompute=True,
+          **off_all, **full, **ds),
+        k("phi4m-full-z2-offopt-rc-mb2-s4k", "phi-4-mini", "pretrain", micro_batch_size=2, seq_len=4096, recompute=True,
+          **off, **full, **ds),
+        k("g2-9b-lora-pt-mb1-s4k", "gemma-2-9b", micro_batch_size=1, seq_len=4096, **lora, **pt),
+        k("nemo-lora-z2-rc-mb2-s2k", "mistral-nemo-12b", micro_batch_size=2, seq_len=2048, zero_stage=2, recompute=True,
+          **lora, **ds),
+        k("phi3m-lora-pt-mb1-s4k", "phi-3-medium-4k", micro_batch_size=1, seq_len=4096, **lora, **pt),
+        k("q3-14b-qlora-pt-rc-mb2-s4k", "qwen3-14b", micro_batch_size=2, seq_len=4096, recompute=True, **qlora, **pt),
+        k("smol3-full-pt-rc-mb4-s2k", "smollm3-3b", "pretrain", micro_batch_size=4, seq_len=2048, recompute=True, **full,
+          **pt),
+        k("nemo-lora-pt-mb4-s2k", "mistral-nemo-12b", micro_batch_size=4, seq_len=2048, **lora, **pt),
+        k("q3-4b-full-z2-offopt-mb2-s2k", "qwen3-4b", "pretrain", micro_batch_size=2, seq_len=2048, **off, **full, **ds),
+    ]
+
+
 def _h100_host_reference(hw: str, prefix: str) -> list[dict[str, Any]]:
     """How fast this lease's host runs host-bound steps against earlier leases (2026-12-07, twenty-sixth): cases run
     before as they ran then (grid h100-weak, 2026-11-23: Llama-2-7B LoRA at 256 tokens, QLoRA at 512, ZeRO-3 LoRA at
@@ -2634,7 +2673,9 @@ def _qlora_host_check(hw: str, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-GRIDS: dict[str, Any] = {"h200-host-reference": lambda: _h200_host_reference("h200x1", "h200hr"),
+GRIDS: dict[str, Any] = {"h100-blind-full-depth": lambda: _blind_full_depth("h100x1", "h100bfd"),
+                         "h200-blind-full-depth": lambda: _blind_full_depth("h200x1", "h200bfd"),
+                         "h200-host-reference": lambda: _h200_host_reference("h200x1", "h200hr"),
                          "h100-host-reference": lambda: _h100_host_reference("h100x1", "h100hr"),
                          "h100-frozen-prefix": lambda: _h100_frozen_prefix("h100x1", "h100fp"),
                          "h200-blind-families-4": lambda: _blind_families_4("h200x1", "h200bf4"),

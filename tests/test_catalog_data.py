@@ -231,3 +231,18 @@ def test_a_context_window_under_the_family_s_own_name_is_read(tmp_path) -> None:
     with pytest.raises(AdvisorError, match="seq_len=1024 exceeds the 256-token context"):
         check_plausible(parse_case(case))
     check_plausible(parse_case({**case, "seq_len": 256}))
+
+
+def test_more_gpus_than_a_server_holds_are_nodes_not_one_box():
+    from knowledge.catalog import resolve_platform
+    from knowledge.errors import AdvisorError
+
+    # h100x16 was one 16-GPU NVSwitch domain with a 4 TiB host by rule: no such server is sold
+    with pytest.raises(AdvisorError, match=r"--hardware h100x8 --nodes 2"):
+        resolve_platform("h100x16")
+    with pytest.raises(AdvisorError, match=r"--hardware rtx4090x6-pcie --nodes 2"):
+        resolve_platform("rtx4090x12-pcie")
+    with pytest.raises(AdvisorError, match="do not split"):
+        resolve_platform("a100x11")
+    assert resolve_platform("v100x16").count == 16  # listed: the DGX-2
+    assert resolve_platform("h100x8", gpus_used=16, nodes=2).count == 8

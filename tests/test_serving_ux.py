@@ -248,3 +248,20 @@ def test_a_batch_beyond_the_engine_pool_says_the_rest_queue_not_a_crash(tmp_path
     cell = " ".join(line.split("│")[4].strip() for line in r.stdout.splitlines() if line.count("│") >= 7)
     assert " ".join(cell.split()) == "vllm pool holds 98 at once; the rest queue", r.stdout
     assert "would need" not in r.stdout
+
+
+# --- a one-token output has no TPOT (benchmark_serving's definition) -----------------------------
+
+
+def test_a_one_token_output_prints_no_tpot_and_a_tpot_limit_on_it_is_refused(predictor):
+    r = run("recommend", "-H", "h100x1", "-t", "serve", "-m", "7b", "--output-len", "1", "--requests", "50", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["recommendations"][0]["tpot_s"] is None  # was the decode step: a time per token no request has
+    assert d["burst"]["mean_tpot_s"] is None and d["burst"]["output_tokens_per_s"] > 0  # was a ZeroDivisionError
+    r = run("recommend", "-H", "h100x1", "-t", "serve", "-m", "7b", "--output-len", "1")
+    assert "TPOT" not in r.output.split("Top pick:")[1].split("\n")[0]
+    r = run("recommend", "-H", "h100x1", "-t", "serve", "-m", "7b", "--output-len", "1", "--max-tpot-ms", "30")
+    assert r.exit_code != 0 and "--output-len" in r.output and "Traceback" not in r.output
+    one, two = (predict_point(predictor, job("h100x1", "7b", output=n), Config(1, 1, "bf16", 16, 8)) for n in (1, 2))
+    assert one.tpot_s is None and two.tpot_s > 0

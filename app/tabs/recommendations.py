@@ -80,7 +80,7 @@ def _serve(sel: Selection) -> None:
                      "weights": c["weight_format"], "KV cache": c["kv_cache_dtype"], "sequences per replica": c["max_num_seqs"],
                      "output tokens/s (all replicas)": round(r["e2e_output_tokens_per_s"]),
                      "time to first token (ms)": round(r["ttft_s"] * 1e3),
-                     "time per output token (ms)": round(r["tpot_s"] * 1e3, 1),
+                     "time per output token (ms)": round(r["tpot_s"] * 1e3, 1) if r["tpot_s"] is not None else None,
                      "GiB per GPU": round(r["peak_mem_gib"], 1), "why": r["why"]})
     st.markdown(f"Serving on **{state.hardware_label(sel.hardware)}** with **{res['engine']}**, prompt {k['prompt_len']} → "
                 f"{out_len} tokens, load: {load}: tensor parallel × replicas × weight format × KV cache × batch, "
@@ -97,8 +97,8 @@ def _serve(sel: Selection) -> None:
     burst = res.get("burst")
     if burst and res["requests"] and not res["rate_per_s"]:
         st.markdown(f"**{res['requests']:,} requests at once** on the top pick: {burst['duration_s']:.1f} s in all, "
-                    f"{burst['output_tokens_per_s']:,.0f} output tokens/s, mean time to first token {burst['mean_ttft_s']:.2f} s, "
-                    f"{burst['mean_tpot_s'] * 1e3:.1f} ms per output token")
+                    f"{burst['output_tokens_per_s']:,.0f} output tokens/s, mean time to first token {burst['mean_ttft_s']:.2f} s"
+                    + (f", {burst['mean_tpot_s'] * 1e3:.1f} ms per output token" if burst["mean_tpot_s"] is not None else ""))
 
 
 def render(sel: Selection) -> None:
