@@ -88,6 +88,8 @@ def validation_message(e: ValidationError) -> str:
     if err["type"] == "missing":
         return f"{field}: missing (a required field)"
     msg = err["msg"].replace("\n", " ").removeprefix("Value error, ")
+    if isinstance(err.get("input"), dict):  # a rule over several fields: the message names them, the whole case is noise
+        return msg
     return f"{field}: {msg} (got {_short(err.get('input'))})"
 
 

@@ -44,24 +44,25 @@ def accelerate_line(case: TrainCase, platform: PlatformSpec, gpus: int, accelera
 def hf_usage(case: TrainCase, config_path: Path | str, bf16: bool = True) -> list[str]:
     """The Hugging Face steps for this configuration, in order (transformers, PEFT, bitsandbytes)."""
     dtype = "torch.bfloat16" if bf16 else "torch.float16"
-    steps: list[str] = []
+    # the attention kernel is chosen when the model is loaded, so it comes first; PEFT wraps the loaded model
+    steps: list[str] = [f"load the model (AutoModelForCausalLM.from_pretrained) with attn_implementation="
+                        f"'{'sdpa' if case.flash_attention else 'eager'}'"]
     zero3 = case.engine == "deepspeed" and case.zero_stage == 3
     if case.method == "qlora":
         storage = f", bnb_4bit_quant_storage={dtype}" if zero3 else ""
-        steps.append("load the base with BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
+        steps.append("quantize it as it loads: quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', "
                      f"bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype={dtype}{storage}) and torch_dtype={dtype}")
         if zero3:
             steps.append(f"ZeRO-3 shards the 4-bit weights only when they are stored as {dtype} (bnb_4bit_quant_storage) "
                          "and every other weight has that dtype too, so skip peft.prepare_model_for_kbit_training (it upcasts to fp32)")
     elif case.quantization == "int8":
-        steps.append("load the base with BitsAndBytesConfig(load_in_8bit=True)")
+        steps.append("quantize it as it loads: quantization_config=BitsAndBytesConfig(load_in_8bit=True)")
     elif case.method == "qlora" or case.quantization == "nf4":
-        steps.append("load the base with BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4')")
+        steps.append("quantize it as it loads: quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4')")
     if case.method in ("lora", "qlora"):
         if case.quantization != "none" and not zero3:
             steps.append(f"call peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing={case.recompute})")
         steps.append(f"wrap it with peft.get_peft_model(model, LoraConfig(r={case.lora_rank}, target_modules={case.lora_targets}))")
-    steps.append(f"load it with attn_implementation='{'sdpa' if case.flash_attention else 'eager'}'")
     steps.append(f"train with Trainer(model, {training_arguments_text(case, config_path, bf16)}, ...)")
     return steps
 

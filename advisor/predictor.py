@@ -54,16 +54,22 @@ def serving_layout(arch: ModelArch, cache: dict[str, Any] | None = None, traces:
 
 
 def rel_error_for(task: str, platform: PlatformSpec, nodes: int = 1, by_class: dict | None = None,
-                  by_task: dict | None = None) -> float | None:
+                  by_task: dict | None = None, tensor_parallel: int | None = None) -> float | None:
     """The interval's relative error of a prediction: the held-out MAPE of its platform class where the
-    validation measured one (knowledge.platform_class), else the task's held-out figure."""
+    validation measured one (knowledge.platform_class), else the task's held-out figure. A serving replica of one GPU
+    (``tensor_parallel`` 1) crosses no link: its class is a single GPU's whatever the server."""
     from knowledge.efficiency import load_held_out_by_class
-    from knowledge.platform_class import class_rel_error, platform_class
+    from knowledge.platform_class import SERVING_MEASURED_CLASSES, class_rel_error, platform_class
 
-    table = (by_class if by_class is not None else load_held_out_by_class()).get("train" if task != "serve" else "serve", {})
-    err = class_rel_error(table, platform_class(platform, nodes)) if table else None
+    classes = by_class if by_class is not None else load_held_out_by_class()
+    cls = "single GPU" if task == "serve" and tensor_parallel == 1 else platform_class(platform, nodes)
+    table = classes.get("train" if task != "serve" else "serve", {})
+    err = class_rel_error(table, cls) if table else None
     if err is None:
         err = (by_task if by_task is not None else held_out_error()).get(task)
+    if task == "serve" and cls not in SERVING_MEASURED_CLASSES and classes.get("train"):
+        train_err = class_rel_error(classes["train"], cls)
+        err = max(x for x in (err, train_err) if x is not None) if (err, train_err) != (None, None) else None
     return err
 
 
@@ -182,7 +188,8 @@ class Predictor:
         from models.serving import predict_serving
 
         arch = self.serving_layout(arch)
-        return predict_serving(case, arch, platform, self.serving_calibration(platform), self._held_out.get("serve"))
+        err = rel_error_for("serve", platform, 1, self._by_class, self._held_out, case.tensor_parallel)
+        return predict_serving(case, arch, platform, self.serving_calibration(platform), err)
 
     def serving_layout(self, arch: ModelArch) -> ModelArch:
         """``arch`` as its own code lays it out for serving (``serving_layout``), read once per model."""

@@ -136,7 +136,7 @@ def write_serve_files(rec: dict, out_dir: Path) -> list[Path]:
     written = [out_dir / "serve.json"]
     atomic_write_json(out_dir / "serve.json", rec)
     if rec["launch"]:
-        atomic_write_text(out_dir / "serve.sh", rec["launch"]["script"])
+        atomic_write_text(out_dir / "serve.sh", rec["launch"]["script"], mode=0o755)  # run as ./serve.sh
         written.insert(0, out_dir / "serve.sh")
     return written
 

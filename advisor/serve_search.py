@@ -204,14 +204,16 @@ def serve_load(predictor, job: Job, config: Config, *, requests: int | None = No
                                 job.output_len, config.max_num_seqs, weight_bits=FORMAT_BITS[config.weight_format],
                                 weight_format=config.weight_format, kv_bits=config.kv_bits,
                                 tensor_parallel=config.tensor_parallel, replicas=1, engine=job.engine)
+        # the deployment's rate is its n requests over the busiest replica's time: per replica's rate x replicas
+        # counted ceil(n / replicas) requests on every replica (one request on eight GPUs read as eight)
         return {"requests": n, "rate_per_s": None, "arrivals": "all at once", "duration_s": b["total_s"],
-                "output_tokens_per_s": b["output_tokens_per_s"] * config.replicas,
+                "output_tokens_per_s": n * job.output_len / b["total_s"],
                 "mean_ttft_s": b["mean_ttft_s"], "mean_tpot_s": b["tpot_s"], "waves": b["waves"]}
     prefill_s, decode_s = _step_times(predictor, job, config)
     r = simulate(poisson_arrivals(per, rate_per_s / config.replicas), job.prompt_len, job.output_len,
                  config.max_num_seqs, prefill_s, decode_s)
     return {**r, "requests": n, "rate_per_s": rate_per_s, "arrivals": "Poisson, seed 0",
-            "output_tokens_per_s": r["output_tokens_per_s"] * config.replicas}
+            "output_tokens_per_s": n * job.output_len / r["duration_s"], "requests_per_s": n / r["duration_s"]}
 
 
 @dataclass

@@ -11,6 +11,10 @@ from __future__ import annotations
 from knowledge.schema import PlatformSpec
 
 CLASSES = ("single GPU", "PCIe consumer", "PCIe datacenter", "NVLink/NVSwitch", "multi-node")
+# The classes the serving fit has runs on (own runs: one H100, one H200, two H200s on NVLink with tensor parallelism,
+# knowledge/measurements/own). Elsewhere a serving band is no narrower than training's on that class: tensor
+# parallelism over PCIe crosses the links whose held-out error that figure holds.
+SERVING_MEASURED_CLASSES = ("single GPU", "NVLink/NVSwitch")
 
 
 def platform_class(platform: PlatformSpec, nodes: int = 1) -> str:

@@ -175,7 +175,7 @@ def platform_from_spec(spec: str) -> PlatformSpec:
         update: dict = {"source": where if pf.platform is None else f"{where} over {base.id}"}  # type: ignore[union-attr]
         if pf.cpu_cores is not None:
             update.update(cpu_cores=pf.cpu_cores, cpu_adam_gparams_per_s=None, cpu_adam_threads=None)
-        if pf.host_ram_gib is not None:
+        if pf.host_ram_gib is not None and pf.host_ram_gib != host.host_ram_gib:  # the same RAM restated keeps its swap
             update.update(host_ram_gib=pf.host_ram_gib, swap_gib=0.0, swap_source="")
         host = host.model_copy(update=update)
     if pf.swap_gib is not None:

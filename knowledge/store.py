@@ -117,8 +117,9 @@ def remove_orphans(path: str | Path) -> int:
     return removed
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, with permissions ``mode``
+    (0o755 for a script the user runs).
 
     Raises OSError (unwritable folder, ``path`` a directory, disk full); the old file is then intact.
     """
@@ -129,13 +130,14 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_orphans(path)
-    if _write_unnamed(path, data):
+    if _write_unnamed(path, data, mode):
         return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -143,7 +145,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
-def _write_unnamed(path: Path, data: bytes) -> bool:
+def _write_unnamed(path: Path, data: bytes, mode: int) -> bool:
     """Linux: write into an unnamed file (O_TMPFILE), give it a name only once it is whole and synced,
     and rename that over ``path``. A writer killed while writing leaves nothing behind; only the
     microseconds between the link and the rename leave a name, which the next write removes.
@@ -161,7 +163,7 @@ def _write_unnamed(path: Path, data: bytes) -> bool:
         while view:
             view = view[os.write(fd, view):]
         os.fsync(fd)
-        os.fchmod(fd, 0o644)
+        os.fchmod(fd, mode)
         tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         if not _linkat_follow(f"/proc/self/fd/{fd}", str(tmp)):
             tmp = None
@@ -187,8 +189,8 @@ def _linkat_follow(src: str, dst: str) -> bool:
         return False
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
+def atomic_write_text(path: str | Path, text: str, mode: int = 0o644) -> None:
+    atomic_write_bytes(path, text.encode(), mode)
 
 
 def atomic_write_json(path: str | Path, obj: Any, indent: int | None = 2) -> None:

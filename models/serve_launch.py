@@ -55,9 +55,15 @@ class Launch:
 
 def hub_id(name: str, source: str | None) -> str:
     """The Hugging Face id a catalog architecture came from (its ``source`` reads 'org/name config.json'),
-    else the name as given (a hub id or path the user passed)."""
+    else the name as given (a hub id or path the user passed); a ``config.json`` path as its folder, which is what
+    an engine loads (``vllm serve ./my-model``), not the file."""
     m = _HUB_ID.match(source or "")
-    return m.group(1) if m else name
+    if m:
+        return m.group(1)
+    if name.endswith(".json"):
+        folder = name.rsplit("/", 1)[0] if "/" in name else "."
+        return folder if folder.startswith(("/", ".")) else f"./{folder}"
+    return name
 
 
 def per_replica(batch_size: int, replicas: int) -> int:

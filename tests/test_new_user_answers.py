@@ -281,3 +281,88 @@ def test_a_hub_config_that_contradicts_itself_says_so_cleanly(monkeypatch):
     hub.hub_model.cache_clear()
     assert ": :" not in str(e.value) and "Value error" not in str(e.value)  # was "'model': : Value error, …"
     assert "num_key_value_heads=5" in str(e.value)
+
+
+# --- 10. one request is one request; the same RAM keeps its swap; what a launch line and an error line name -------------
+
+
+def test_fewer_requests_than_replicas_are_not_multiplied_by_the_replicas():
+    one = json.loads(run("recommend", "-H", "h100x1", "-t", "serve", "-m", "llama3-8b", "--requests", "1", "--json").stdout)
+    eight = json.loads(run("recommend", "-H", "h100x8", "-t", "serve", "-m", "llama3-8b", "--requests", "1", "--json").stdout)
+    single = one["recommendations"][0]["e2e_output_tokens_per_s"]
+    top = eight["recommendations"][0]
+    # was 1,391 tok/s on 1x8: one request's 174 tok/s counted on each of eight replicas
+    assert top["e2e_output_tokens_per_s"] < 2 * single, (top["configuration"], top["e2e_output_tokens_per_s"], single)
+    burst = eight["burst"]
+    assert burst["output_tokens_per_s"] == pytest.approx(256 / burst["duration_s"], rel=1e-6)
+
+
+def test_restating_the_catalog_ram_keeps_the_catalog_swap():
+    from knowledge.catalog import resolve_platform, with_host
+
+    listed = resolve_platform("rtx3090x8").host
+    assert listed.swap_gib > 0
+    assert resolve_platform(with_host("rtx3090x8", host_ram_gib=listed.host_ram_gib)).host.swap_gib == listed.swap_gib
+    assert resolve_platform(with_host("rtx3090x8", host_ram_gib=512)).host.swap_gib == 0  # swap stated for other RAM
+
+
+def test_serve_script_is_executable_and_a_config_json_is_served_from_its_folder(tmp_path):
+    from models.serve_launch import hub_id
+
+    assert run("recommend", "-H", "h100x1", "-t", "serve", "-m", "7b", "--out-dir", str(tmp_path / "o")).exit_code == 0
+    assert (tmp_path / "o" / "serve.sh").stat().st_mode & 0o111  # ./serve.sh runs
+    assert hub_id("/data/my-model/config.json", None) == "/data/my-model"  # vLLM loads a folder, not the JSON
+    assert hub_id("cfg/q.json", None) == "./cfg" and hub_id("Qwen/Qwen3-8B", None) == "Qwen/Qwen3-8B"
+
+
+def test_confirm_plan_repeats_the_hostfile_it_was_given(tmp_path):
+    hosts = tmp_path / "hostfile"
+    hosts.write_text("a slots=8\nb slots=8\n")
+    r = run("confirm", "--dry-run", "--hardware", "rtx4090x8", "--task", "pretrain", "--model", "13b", "--hostfile", str(hosts))
+    assert r.exit_code == 0, r.output
+    line = [ln for ln in r.stdout.splitlines() if ln.strip().startswith("advisor confirm")][0]
+    assert f"--hostfile {hosts}" in line  # without it the command runs on one node
+
+
+def test_serving_past_one_server_is_not_told_to_add_nodes():
+    r = run("recommend", "-H", "rtx4090x8", "-t", "serve", "-m", "7b", "--gpus", "16")
+    assert r.exit_code != 0 and "--nodes" not in r.output and "one server" in r.output
+
+
+def test_every_error_line_of_predict_names_its_line_and_no_case_dump(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text("\n".join(json.dumps(c) for c in [
+        {"id": "ok", "task": "finetune", "hardware": "h100x1", "model": "7b"},
+        {"id": "tp", "task": "serve", "hardware": "h100x1", "model": "7b", "tensor_parallel": 4},
+        {"id": "wf", "task": "serve", "hardware": "h100x1", "model": "7b", "weight_format": "int4", "weight_bits": 16},
+    ]) + "\n")
+    r = run("predict", "--cases", str(cases), "--json")
+    out = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert r.exit_code == 1 and "error" not in out[0]
+    assert out[1]["error"].startswith("line 2: tensor_parallel=4")
+    assert out[2]["error"].startswith("line 3: ") and "{" not in out[2]["error"]  # was the whole case as a Python dict
+
+
+def test_the_hf_steps_load_with_the_attention_kernel_before_peft_wraps():
+    from advisor.hints import hf_usage
+    from knowledge.schema import TrainCase
+
+    steps = hf_usage(TrainCase(id="q", hardware="h100x1", model="7b", task="finetune", method="qlora",
+                               quantization="nf4"), "ds.json")
+    attn = next(i for i, s in enumerate(steps) if "attn_implementation" in s)
+    wrap = next(i for i, s in enumerate(steps) if "get_peft_model" in s)
+    assert attn == 0 < wrap
+
+
+def test_a_serving_band_over_unmeasured_links_is_no_narrower_than_trainings():
+    from advisor.calibrate import measurements
+    from advisor.predictor import rel_error_for
+    from knowledge.catalog import resolve_platform
+    from knowledge.platform_class import SERVING_MEASURED_CLASSES, platform_class
+
+    served = {platform_class(resolve_platform(m.case["hardware"]))
+              for m in measurements("all")[0] if m.case.get("task") == "serve"}
+    assert served == set(SERVING_MEASURED_CLASSES)  # the constant says where the serving fit has runs
+    box = resolve_platform("rtx4090x8")
+    assert rel_error_for("serve", box, tensor_parallel=2) >= rel_error_for("pretrain", box) > 0.3  # was ±11%
+    assert rel_error_for("serve", box, tensor_parallel=1) == rel_error_for("serve", resolve_platform("h100x1"), tensor_parallel=1)

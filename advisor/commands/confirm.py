@@ -163,7 +163,8 @@ def confirm(
     cmd = case_command(picked, out, args)
     if dry_run:
         plan = {"case": picked, "command": cmd, "predicted": json.loads(pred.model_dump_json()), "row_file": str(out),
-                "steps": steps, "warmup": warmup, "timeout_s": timeout_s, "refit": refit}
+                "steps": steps, "warmup": warmup, "timeout_s": timeout_s, "refit": refit,
+                "hostfile": str(hostfile) if hostfile else None, "network": network}
         if as_json:
             print(json.dumps(plan, indent=2, default=str))
         else:
@@ -247,8 +248,9 @@ def _print_plan(plan: dict, platform, case) -> None:
     ]
     for line in lines:
         print_hanging(line)
+    across = "".join(f" --{k} {shlex.quote(plan[k])}" for k in ("hostfile", "network") if plan.get(k))  # every node's run
     console.print(f"  advisor confirm --hardware {platform.id} --task {case.task} --model "
-                  f"{shlex.quote(case.model) if isinstance(case.model, str) else 'MODEL'} --seq-len {case.seq_len}",
+                  f"{shlex.quote(case.model) if isinstance(case.model, str) else 'MODEL'} --seq-len {case.seq_len}{across}",
                   highlight=False, markup=False, soft_wrap=True)
     print_hanging("(--json prints the plan for machines: the case, the exact command, the prediction.)")
 

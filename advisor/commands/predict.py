@@ -47,9 +47,16 @@ def predict(
     predictor = Predictor(prof)
 
     def one(n: int, raw: dict | None, case, err: str | None):
+        """The case's prediction, or its error line, which names the line as every one of them does."""
+        r = _one(n, raw, case, err)
+        if isinstance(r, ErrorLine) and not r.error.startswith(f"line {n}: "):
+            r = ErrorLine(id=r.id, error=f"line {n}: {r.error}")
+        return r
+
+    def _one(n: int, raw: dict | None, case, err: str | None):
         rid = raw.get("id") if raw and isinstance(raw.get("id"), str) else None
         if case is None:
-            return ErrorLine(id=rid, error=f"line {n}: {err}")
+            return ErrorLine(id=rid, error=err)
         if profile_error:
             return ErrorLine(id=case.id, error=profile_error)
         try:
