@@ -371,16 +371,13 @@ def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_
         wider.append((f"all {job.platform.count} GPUs", job, None, weight_formats, kv_bits))
     if weight_formats or tuple(kv_bits) != tuple(KV_BITS):
         wider.append(("every weight format and an FP8 KV cache", job, gpus, None, KV_BITS))
-    from knowledge.catalog import resolve_platform
+    from knowledge.catalog import GPUS_PER_SERVER_MAX, resolve_platform
 
-    bigger_tried = False
-    try:  # one server of twice the GPUs, where one holds them (an 8-GPU server has no bigger sibling)
+    bigger_tried = job.platform.count * 2 <= GPUS_PER_SERVER_MAX  # an 8-GPU server has no bigger sibling
+    if bigger_tried:
         bigger = resolve_platform(f"{job.platform.gpu.id}x{job.platform.count * 2}")
         wider.append((f"{bigger.count}x {job.platform.gpu.name} (twice the GPUs)",
                       replace(job, hardware=bigger.id, platform=bigger), None, None, KV_BITS))
-        bigger_tried = True
-    except AdvisorError:
-        pass
     for change, j, g, wf, kb in wider:
         try:
             r = search_serving(predictor, j, gpus=g, weight_formats=wf, kv_bits=kb, max_tpot_ms=max_tpot_ms,

@@ -245,9 +245,6 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
                         **{k: named[k] for k in HOST_KEYS if k in named})
         notes = named.get("notes", "")
     else:
-        if count > GPUS_PER_SERVER_MAX:
-            raise AdvisorError(f"hardware {hardware!r}: no listed server holds {count} {gpu.name}; "
-                               f"{_as_nodes_hint(gpu_name, count, variant)}, or describe your server in a platform file")
         host = _default_host(gpu, count)
         notes = ""
     _check_gpus(gpus_used, count, nodes, repr(hardware))
@@ -256,13 +253,21 @@ def resolve_platform(hardware: str, gpus_used: int | None = None, nodes: int = 1
     )
 
 
-def _as_nodes_hint(gpu_id: str, count: int, variant: str | None) -> str:
-    """How to ask for ``count`` GPUs as servers of at most ``GPUS_PER_SERVER_MAX`` joined by a network."""
-    per_node = max(n for n in range(1, GPUS_PER_SERVER_MAX + 1) if count % n == 0)
-    if per_node == 1:
-        return f"{count} GPUs do not split into equal servers of 2 to {GPUS_PER_SERVER_MAX}"
-    suffix = f"-{variant}" if variant else ""
-    return f"for {count} GPUs on {count // per_node} servers: --hardware {gpu_id}x{per_node}{suffix} --nodes {count // per_node}"
+def oversized_server_note(hardware: str, platform: PlatformSpec) -> str | None:
+    """A warning for an id that makes one server of more GPUs than any unlisted server holds (``h100x16``): the
+    contract parses any count, and the id is modelled as one box (one link domain, a host by rule), which is rarely
+    what was meant. None for a listed server (``v100x16``), a platform file, or ``GPUS_PER_SERVER_MAX`` GPUs or fewer."""
+    if platform.count <= GPUS_PER_SERVER_MAX or not host_by_rule(platform.host) or is_platform_file(hardware):
+        return None
+    m = _PLATFORM_RE.match(hardware.strip().lower())
+    name, variant = (m["gpu"], m["variant"]) if m else (platform.gpu.id, None)
+    per_node = max(n for n in range(1, GPUS_PER_SERVER_MAX + 1) if platform.count % n == 0)
+    split = (f"for {platform.count} GPUs on {platform.count // per_node} servers: --hardware "
+             f"{name}x{per_node}{'-' + variant if variant else ''} --nodes {platform.count // per_node}"
+             if per_node > 1 else "")
+    return (f"no listed server holds {platform.count} {platform.gpu.name}: {hardware} is modelled as one box of "
+            f"{platform.count} ({platform.interconnect}, host by rule)" + (f"; {split}" if split else "")
+            + " (or describe your server in a platform file)")
 
 
 def _platform_ids(hw: str) -> list[str]:

@@ -233,16 +233,14 @@ def test_a_context_window_under_the_family_s_own_name_is_read(tmp_path) -> None:
     check_plausible(parse_case({**case, "seq_len": 256}))
 
 
-def test_more_gpus_than_a_server_holds_are_nodes_not_one_box():
-    from knowledge.catalog import resolve_platform
-    from knowledge.errors import AdvisorError
+def test_more_gpus_than_a_server_holds_parse_with_a_note_naming_nodes():
+    # the contract parses any count; h100x16 is then one 16-GPU NVSwitch box with a host by rule, which no one sells
+    from knowledge.catalog import oversized_server_note, resolve_platform
 
-    # h100x16 was one 16-GPU NVSwitch domain with a 4 TiB host by rule: no such server is sold
-    with pytest.raises(AdvisorError, match=r"--hardware h100x8 --nodes 2"):
-        resolve_platform("h100x16")
-    with pytest.raises(AdvisorError, match=r"--hardware rtx4090x6-pcie --nodes 2"):
-        resolve_platform("rtx4090x12-pcie")
-    with pytest.raises(AdvisorError, match="do not split"):
-        resolve_platform("a100x11")
-    assert resolve_platform("v100x16").count == 16  # listed: the DGX-2
-    assert resolve_platform("h100x8", gpus_used=16, nodes=2).count == 8
+    def note(hw: str) -> str | None:
+        return oversized_server_note(hw, resolve_platform(hw))
+
+    assert "--hardware h100x8 --nodes 2" in note("h100x16")
+    assert "--hardware rtx4090x6-pcie --nodes 2" in note("rtx4090x12-pcie")
+    assert "--nodes" not in note("a100x11") and "one box of 11" in note("a100x11")
+    assert note("v100x16") is None and note("h100x8") is None  # listed (the DGX-2); a usual server

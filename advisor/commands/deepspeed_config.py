@@ -103,7 +103,7 @@ def deepspeed_config_cmd(
     from advisor.cases import MalformedFile, case_from_arg, check_plausible, parse_case
     from advisor.predictor import Predictor
     from advisor.space import METHODS, OFFLOADS, QUANTIZATIONS, TASKS, invalid_reason
-    from knowledge.catalog import resolve_platform, with_host
+    from knowledge.catalog import oversized_server_note, resolve_platform, with_host
     from knowledge.errors import AdvisorError
     from knowledge.schema import TrainCase
     from models.deepspeed_config import deepspeed_config
@@ -151,6 +151,9 @@ def deepspeed_config_cmd(
             fail(MICS_REMOVED)
         check_combination(c)
         platform = resolve_platform(c.hardware, c.gpus, nodes=c.nodes)
+        note = oversized_server_note(c.hardware, platform)
+        if note:
+            warn(note)
         check_plausible(c)
         pred = Predictor().predict(c)
     except MalformedFile as e:

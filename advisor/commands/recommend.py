@@ -95,7 +95,7 @@ def recommend(
     from knowledge.paths import default_storage_url, storage_url
 
     from advisor.cases import check_profile_matches, context_length, load_profile_checked
-    from knowledge.catalog import resolve_model, resolve_platform
+    from knowledge.catalog import oversized_server_note, resolve_model, resolve_platform
 
     for flag, value in (("--max-tpot-ms", max_tpot_ms), ("--max-ttft-ms", max_ttft_ms), ("--headroom", headroom),
                         ("--inter-node-gbps", inter_node_gbps), ("--rate", rate)):
@@ -136,6 +136,9 @@ def recommend(
 
             parse_network(network)
         platform = resolve_platform(hardware, None if task == Task.serve else gpus, nodes=nodes)
+        note = oversized_server_note(hardware, platform)
+        if note:
+            warn(note)
         if task == Task.serve and gpus is not None and gpus > platform.count:  # one server: no --nodes to offer
             raise AdvisorError(f"--gpus {gpus} exceeds the {platform.count} GPUs of {platform.id!r}; serving is modelled "
                                "on one server (each replica within it)")
