@@ -202,12 +202,14 @@ def _serve_knobs(count: int) -> tuple[dict[str, Any], dict[str, Any]]:
         k["weight_format"] = fmt
     k["kv_bits"] = _choose("KV-cache precision", space.KV_BITS, "kv_bits", fmt=lambda b: f"{b}-bit")
     k["engine"] = _choose("Serving engine", ENGINES, "engine", fmt=ENGINE_NAMES.get)
-    k["tensor_parallel"] = st.selectbox("Tensor-parallel GPUs", tuple(range(1, count + 1)), key="tensor_parallel")
+    # a tensor-parallel group divides the server's GPUs (3 of 8 leaves GPUs no replica can use)
+    k["tensor_parallel"] = st.selectbox("Tensor-parallel GPUs", tuple(t for t in range(1, count + 1) if count % t == 0),
+                                        key="tensor_parallel")
     reps = st.selectbox("Data-parallel replicas", ("all", *range(1, count // k["tensor_parallel"] + 1)), key="replicas",
                         help="Copies of the model, each on its own tensor-parallel group (all: GPUs // tensor-parallel)")
     if reps != "all":
         k["replicas"] = int(reps)
-    k.update(_nodes(count))
+    # no servers (nodes) here: serving is modelled on one server, as the CLI's --nodes refuses it
     st.subheader("Service-level objectives")
     slo: dict[str, Any] = {}
     slo["max_tpot_ms"] = st.number_input("Max time per output token (ms)", 0.1, 1e6, None, key="max_tpot_ms",

@@ -390,6 +390,7 @@ class ServeBreakdown(BaseModel):
     model_config = ConfigDict(extra="forbid")
     prefill_compute_s: float
     prefill_memory_s: float
+    prefill_communication_s: float = 0.0  # tensor parallelism's all-reduces over the prompt (PCIe: most of a prefill)
     decode_weights_s: float  # reading weights once per step
     decode_kv_s: float  # reading the KV cache
     decode_compute_s: float

@@ -371,6 +371,7 @@ def predict_serving(case: ServeCase, arch: ModelArch, platform: PlatformSpec, ca
     bd = ServeBreakdown(
         prefill_compute_s=sum(p.compute_bound_s * n for p, n in passes),
         prefill_memory_s=sum((p.weights_s + p.kv_s + p.small_kernels_s) * n for p, n in passes),
+        prefill_communication_s=sum(p.communication_s * n for p, n in passes),
         decode_weights_s=dec.weights_s, decode_kv_s=dec.kv_s, decode_compute_s=dec.compute_bound_s,
         communication_s=dec.communication_s, overhead_s=dec.small_kernels_s + eff.decode_graph_overhead_s,
         weights_gib=weight_bytes(s) / GiB, kv_cache_gib=mem.kv / GiB, activations_gib=mem.activations / GiB,

@@ -366,3 +366,23 @@ def test_a_serving_band_over_unmeasured_links_is_no_narrower_than_trainings():
     box = resolve_platform("rtx4090x8")
     assert rel_error_for("serve", box, tensor_parallel=2) >= rel_error_for("pretrain", box) > 0.3  # was ±11%
     assert rel_error_for("serve", box, tensor_parallel=1) == rel_error_for("serve", resolve_platform("h100x1"), tensor_parallel=1)
+
+
+def test_a_tensor_parallel_prefill_over_pcie_names_its_all_reduces(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"id": "p", "task": "serve", "hardware": "rtx4090x8", "model": "13b", "tensor_parallel": 2,
+                                 "batch_size": 8, "prompt_len": 2048, "output_len": 16}) + "\n")
+    d = json.loads(run("predict", "--cases", str(cases), "--json").stdout)
+    b = d["breakdown"]
+    # was compute + memory = 0.63 of a 2.3 s prefill, the rest unexplained
+    assert b["prefill_communication_s"] > b["prefill_compute_s"]
+    assert b["prefill_compute_s"] + b["prefill_memory_s"] + b["prefill_communication_s"] == pytest.approx(d["prefill_s"], rel=0.1)
+
+
+def test_predict_warns_of_an_id_two_cases_share(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text("".join(json.dumps({"id": "a", "task": "finetune", "hardware": "h100x1", "model": m}) + "\n"
+                             for m in ("7b", "13b")))
+    r = run("predict", "--cases", str(cases), "--json")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 2  # both answered
+    assert "'a' (lines 1, 2)" in r.stderr

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from advisor.output import fail, one_line, print_json_line
+from advisor.output import fail, one_line, print_json_line, warn
 from knowledge.errors import AdvisorError
 
 
@@ -34,6 +34,9 @@ def predict(
         rows = read_cases(read_case_text(cases))
     except MalformedFile as e:
         fail(f"{cases}: {e}", code=2)
+    repeated = _repeated_ids(rows)
+    if repeated:  # still answered in order, but a reader joining outputs to cases by id would mix them up
+        warn(f"ids used by more than one case: {repeated}")
     prof, profile_error = None, None
     if profile is not None:
         try:
@@ -107,3 +110,13 @@ def contract(path: bool = typer.Option(False, "--path", help="Print where the co
 def register(app: typer.Typer) -> None:
     app.command("predict")(predict)
     app.command("contract")(contract)
+
+
+def _repeated_ids(rows: list) -> str:
+    """``'a' (lines 1, 3)`` for each id more than one case carries (at most three named), else ''."""
+    lines: dict[str, list[int]] = {}
+    for n, raw, _, _ in rows:
+        if raw and isinstance(raw.get("id"), str):
+            lines.setdefault(raw["id"], []).append(n)
+    dup = [f"{i!r} (lines {', '.join(map(str, ns))})" for i, ns in lines.items() if len(ns) > 1]
+    return "; ".join(dup[:3]) + (f"; {len(dup) - 3} more" if len(dup) > 3 else "")

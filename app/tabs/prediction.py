@@ -15,6 +15,7 @@ TRAIN_MEMORY = {"weights": "weights_gib", "gradients": "grads_gib", "optimizer s
 TRAIN_PHASES = {"forward": "forward_s", "backward": "backward_s", "optimizer": "optimizer_s",
                 "communication (exposed)": "communication_s", "offload": "offload_s", "overhead": "overhead_s"}
 SERVE_PHASES = {"prefill: compute-bound ops": "prefill_compute_s", "prefill: memory-bound ops": "prefill_memory_s",
+                "prefill: all-reduces": "prefill_communication_s",
                 "decode: weight reads": "decode_weights_s", "decode: KV-cache reads": "decode_kv_s",
                 "decode: compute-bound ops": "decode_compute_s", "decode: all-reduces": "communication_s",
                 "decode: graph replay overhead": "overhead_s"}
