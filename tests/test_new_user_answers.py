@@ -386,3 +386,18 @@ def test_predict_warns_of_an_id_two_cases_share(tmp_path):
     r = run("predict", "--cases", str(cases), "--json")
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == 2  # both answered
     assert "'a' (lines 1, 2)" in r.stderr
+
+
+def test_compare_refuses_one_platform_twice_names_every_bad_batch_and_says_what_it_left_out(tmp_path):
+    r = run("compare", "--hardware", "h100x1", "--vs", "h100x1", "--model", "7b", "--no-png")
+    assert r.exit_code == 1 and "same platform" in r.output  # was "blue: h100x1 faster, red: h100x1 faster"
+    r = run("compare", "--hardware", "h100x1", "--vs", "a100x1", "--model", "7b", "--batch", "0,-1", "--no-png")
+    assert r.exit_code == 2 and "'0', '-1'" in r.output
+    r = run("compare", "--hardware", "h100x1", "--vs", "a100x1", "--model", "7b", "--no-png", "--json")
+    d = json.loads(r.stdout)
+    assert 32768 in d["omitted_seq_lens"] and 32768 not in d["seq_lens"]  # Llama-2's 4k context: said, not silent
+
+
+def test_confirm_of_a_serving_task_is_a_bad_choice_exit_2():
+    r = run("confirm", "--task", "serve", "--dry-run", "--hardware", "h100x1")
+    assert r.exit_code == 2 and "recommend --task serve" in r.output

@@ -31,9 +31,9 @@ MAX_SEQ = 1 << 24
 def _ints(text: str, flag: str, limit: int) -> list[int]:
     """Comma-separated ASCII integers in 1..limit (``int`` alone would take "１" and "1_0")."""
     parts = [x.strip() for x in text.split(",") if x.strip()]
-    bad = next((x for x in parts if not re.fullmatch(r"[0-9]{1,9}", x)), None)
-    if bad is not None:
-        fail(f"{flag} must be comma-separated positive integers, got {bad[:40]!r}", code=2)
+    bad = [x for x in parts if not re.fullmatch(r"[0-9]{1,9}", x) or not 1 <= int(x) <= limit]
+    if bad:  # every bad value named, not the first of them
+        fail(f"{flag} must be comma-separated integers in 1..{limit}, got {', '.join(repr(x[:40]) for x in bad[:5])}", code=2)
     values = sorted({int(x) for x in parts})
     if not values or values[0] < 1 or values[-1] > limit:
         fail(f"{flag} must list integers in 1..{limit}, got {text[:60]!r}", code=2)
@@ -153,7 +153,7 @@ def compare(
         out = {"a": pa_id, "b": pb_id, "model": arch_name, "phase": phase, "batch_sizes": batches, "seq_lens": seqs,
                "ratio_b_over_a": ratio, "bound": [[list(c) for c in row] for row in bound],
                "fits": [[list(c) for c in row] for row in fits], "beyond_context": beyond, "context": ctx,
-               "regions": regions}
+               "regions": regions, "omitted_seq_lens": m["omitted_seq_lens"]}
         if not no_png:
             out["png"] = str(png)
         typer.echo(json.dumps(out))
@@ -161,6 +161,9 @@ def compare(
     _print_table(ratio, bound, batches, seqs, name_a, name_b, arch_name, phase, fits, beyond, ctx)
     for line in regions:
         console.print(f"• {line}")
+    if m["omitted_seq_lens"]:
+        console.print(f"[dim]left out of the default lengths: {', '.join(f'{x:,}' for x in m['omitted_seq_lens'])} "
+                      f"(at or past the model's {ctx:,}-token context)[/]", highlight=False)
     if not no_png:
         console.print(f"heatmap written to {png}", highlight=False, soft_wrap=True)
 
@@ -177,19 +180,25 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
     if phase not in ("decode", "prefill"):
         raise AdvisorError(f"phase must be 'decode' or 'prefill', got {phase!r}")
     pa, pb = resolve_platform(hardware), resolve_platform(vs)
+    if pa == pb:  # every cell a draw, and "h100x1 faster" printed for both colours
+        raise AdvisorError(f"--hardware {hardware} and --vs {vs} are the same platform: compare two different ones")
     arch = resolve_model(model)
     ctx = context_length(arch)
     seqs = list(seqs)
+    omitted: list[int] = []
     if ctx is not None and seqs[-1] > ctx and default_seqs:  # the default grid stops at the context
+        omitted = [x for x in seqs if x > ctx]
         seqs = sorted({*(x for x in seqs if x <= ctx), ctx})
     if ctx is not None and seqs[0] > ctx:
         raise AdvisorError(f"--seq {seqs[0]} exceeds the {ctx}-token context of {arch.name}: every cell would be masked")
     predictor = Predictor()
     cell_a, cell_b = (serve_cell(predictor, hw, model, phase, p.count) for hw, p in ((hardware, pa), (vs, pb)))
     ratio, bound, fits, beyond = predicted_mesh(cell_a, cell_b, list(batches), seqs, phase, ctx)
+    dropped: list[int] = []
     if default_seqs:  # the default grid shows no column that is all past the context (decode at the full context)
         keep = [j for j in range(len(seqs)) if not all(row[j] for row in beyond)]
         if keep and len(keep) < len(seqs):
+            dropped = [seqs[j] for j in range(len(seqs)) if j not in keep]
             seqs = [seqs[j] for j in keep]
             ratio, bound, beyond = ([[row[j] for j in keep] for row in m] for m in (ratio, bound, beyond))
             fits = [[row[j] for j in keep] for row in fits] if fits else fits
@@ -200,7 +209,8 @@ def serving_comparison(hardware: str, vs: str, model, phase: str, batches: list[
     regions = describe_regions(name_a, name_b, list(batches), seqs, ratio, bound, fits=fits, beyond=beyond, context=ctx)
     return {"a": name_a, "b": name_b, "a_id": pa.id, "b_id": pb.id, "model": arch.name, "phase": phase,
             "batch_sizes": list(batches), "seq_lens": seqs, "ratio": ratio, "bound": bound, "fits": fits,
-            "beyond": beyond, "context": ctx, "regions": regions}
+            "beyond": beyond, "context": ctx, "regions": regions,
+            "omitted_seq_lens": sorted({*omitted, *dropped} - set(seqs))}
 
 
 def serve_cell(predictor, hardware: str, model, phase: str, tensor_parallel: int):

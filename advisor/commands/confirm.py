@@ -56,7 +56,8 @@ def _pick_case(hardware: str, task: str, model: str, seq_len: int, global_batch:
         return given.model_dump() | ({"nodes": nodes, "gpus": getattr(given, "gpus", None), "network": network or given.network}
                                      if nodes > 1 else {})
     if task not in ("pretrain", "finetune"):
-        fail(f"--task {task!r}: confirm runs training jobs (pretrain, finetune)")
+        fail(f"--task {task!r}: confirm runs training jobs (pretrain, finetune); for serving, `advisor recommend --task "
+             "serve` prints the engine's launch line", code=2)  # a bad choice of option: 2, as deepspeed-config says it
     from advisor.cases import context_length
     from knowledge.catalog import resolve_model
 
