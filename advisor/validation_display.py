@@ -55,7 +55,8 @@ def dataset_label(name: str) -> str:
             rest = name[len(prefix):]
             where = platform_label(rest) if re.search(r"x\d+", rest) else gpu_label(rest)
             return f"{words}, {where}"
-    return {"own": "own runs", "probe-macro": "probes"}.get(name, name)
+    # 'own' holds the grids' runs on every lent machine, a set apart from 'own-h100' (not a superset of it)
+    return {"own": "own grids, all GPUs", "probe-macro": "probes"}.get(name, name)
 
 
 def group_label(name: str, holdout: str) -> str:
