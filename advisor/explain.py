@@ -8,6 +8,7 @@ from typing import Any
 from knowledge.catalog import GPUS_PER_SERVER_MAX
 from knowledge.errors import AdvisorError
 from knowledge.schema import TrainCase, TrainPrediction
+from knowledge.units import GiB
 
 PHASES = ("forward", "backward", "optimizer", "communication", "offload", "overhead")
 
@@ -211,16 +212,24 @@ def alternatives(spec, evaluator_factory) -> list[dict[str, Any]]:
 
 
 def smallest_footprint(ev) -> tuple[TrainCase, float] | None:
-    """The configuration of the current space with the least GPU memory, and that memory (GiB)."""
+    """The configuration of the current space that overfills its tighter limit least (GPU memory, or host RAM and
+    swap where offload binds), and its GPU memory (GiB). By GPU memory alone, a job bound by host RAM was told to
+    offload parameters too (260 GiB of host) where offloading the optimizer alone needs 235."""
     from advisor.search import configurations
+    from models.memory import host_bytes
+    from models.setup import derive
+    from models.training import host_capacity_gib
 
+    host_cap = host_capacity_gib(ev.cal)
     best = None
     for knobs in configurations(ev.spec, ev.gpus):
         case = ev.case(knobs)
         try:
             gib = ev.memory_gib(case)
+            host = host_bytes(derive(case, ev.arch, ev.platform, ev.traces.trace(ev.arch, case))) / GiB
         except AdvisorError:
             continue
-        if best is None or gib < best[1]:
-            best = (case, gib)
-    return best
+        over = max(gib / ev.limit_gib, host / host_cap if host_cap > 0 else 0.0)
+        if best is None or (over, gib) < best[2]:
+            best = (case, gib, (over, gib))
+    return (best[0], best[1]) if best else None

@@ -401,3 +401,11 @@ def test_compare_refuses_one_platform_twice_names_every_bad_batch_and_says_what_
 def test_confirm_of_a_serving_task_is_a_bad_choice_exit_2():
     r = run("confirm", "--task", "serve", "--dry-run", "--hardware", "h100x1")
     assert r.exit_code == 2 and "recommend --task serve" in r.output
+
+
+def test_the_leanest_configuration_is_judged_by_the_limit_that_binds():
+    # host RAM binds (a 13B full fine-tune's offload on a 100 GiB host): the leanest was picked by GPU memory alone,
+    # offloading parameters too (260 GiB of host) where offloading nothing overfills its GPUs least
+    d = json.loads(run("recommend", "-H", "rtx3090x8", "-t", "finetune", "-m", "13b", "--method", "full",
+                       "--host-ram-gib", "100", "--json").stdout)
+    assert d["nothing_fits"] and "offload opt+params" not in d["leanest"]["configuration"], d["leanest"]
