@@ -12,7 +12,7 @@ from rich.table import Table
 
 from advisor.output import console, print_hanging
 from advisor.tables import relative_range, with_error
-from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving
+from advisor.serve_search import SLO_DEFINITIONS, Job, Point, search_serving, tpot_text
 from knowledge.schema import FORMAT_BITS, ModelArch, Profile
 from knowledge.engines import engine_named
 from models.kv_cache import attention_layers, hybrid_block_tokens, kv_bytes_per_token, state_bytes
@@ -189,11 +189,6 @@ def nothing_fits_hint(rec: dict) -> str:
     if 8 not in searched["kv_bits"]:
         tries.append("an FP8 KV cache")
     return ", ".join(tries) + ", or a shorter --prompt-len/--output-len"
-
-
-def tpot_text(tpot_s: float | None) -> str:
-    """TPOT in ms, or a dash for a one-token output (benchmark_serving defines no TPOT there)."""
-    return "–" if tpot_s is None else f"{tpot_s * 1e3:.1f}"
 
 
 def top_pick_text(rec: dict) -> str:

@@ -116,8 +116,9 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e3
 
 
-def _ms_text(ms: float | None) -> str:
-    return "–" if ms is None else f"{ms:.1f}"
+def tpot_text(tpot_s: float | None) -> str:
+    """TPOT in ms, or a dash for a one-token output (benchmark_serving defines no TPOT there)."""
+    return "–" if tpot_s is None else f"{tpot_s * 1e3:.1f}"
 
 
 @dataclass
@@ -366,7 +367,7 @@ def _would_meet(predictor, job, points, gpus, weight_formats, kv_bits, max_tpot_
         s = point_summary(pt)
         verb = _verb(pt, max_tpot_ms, max_ttft_ms)
         out.append({"change": change, **s, "text": f"{change}: {pt.config.describe()} {verb} at "
-                    f"{pt.tokens_per_s:,.0f} tok/s (TTFT {s['ttft_ms']:,.0f} ms, TPOT {_ms_text(s['tpot_ms'])} ms){note}"})
+                    f"{pt.tokens_per_s:,.0f} tok/s (TTFT {s['ttft_ms']:,.0f} ms, TPOT {tpot_text(pt.tpot_s)} ms){note}"})
 
     if max_tpot_ms is not None and max_ttft_ms is not None:  # each limit alone, in this space
         for name, tp_lim, tt_lim in (("TPOT", max_tpot_ms, None), ("TTFT", None, max_ttft_ms)):
