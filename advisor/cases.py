@@ -134,9 +134,11 @@ def parse_case(obj: dict[str, Any]) -> TrainCase | ServeCase:
 def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | ServeCase | None, str | None]]:
     """Parse every line: (line number, raw object, case or None, per-case error or None).
 
-    Raises MalformedFile for the first malformed line, naming its number.
+    Raises MalformedFile naming the malformed lines (the first three, and how many there are), so a file is mended in
+    one pass rather than a line a run.
     """
     out = []
+    malformed: list[str] = []
     if text.startswith("\ufeff"):  # a byte-order mark some editors write
         text = text[1:]
     # CR, LF or CRLF only: str.splitlines() would also split at U+2028, U+2029 and U+0085, which JSON
@@ -144,25 +146,36 @@ def read_cases(text: str) -> list[tuple[int, dict[str, Any] | None, TrainCase | 
     for n, line in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
         if not line.strip():
             continue
-        if len(line) > MAX_LINE_CHARS:
-            raise MalformedFile(f"line {n}: {len(line):,} characters, more than a case can hold ({MAX_LINE_CHARS:,})")
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise MalformedFile(f"line {n}: not JSON ({e.msg} at column {e.colno})") from None
-        except (RecursionError, ValueError) as e:  # nesting too deep, an integer of thousands of digits
-            raise MalformedFile(f"line {n}: not a usable JSON object ({type(e).__name__})") from None
-        if not isinstance(obj, dict):
-            raise MalformedFile(f"line {n}: expected a JSON object, got {type(obj).__name__}")
-        if "id" in obj and not isinstance(obj["id"], str):
-            raise MalformedFile(f"line {n}: field 'id' must be a string, got {_short(obj['id'])}")
-        try:
-            out.append((n, obj, parse_case(obj), None))
+            out.append(_read_line(n, line))
         except MalformedFile as e:
-            raise MalformedFile(f"line {n}: {e}") from None
-        except AdvisorError as e:
-            out.append((n, obj, None, str(e)))
+            malformed.append(str(e))
+    if malformed:
+        more = f" ({len(malformed)} malformed lines)" if len(malformed) > 1 else ""
+        raise MalformedFile("; ".join(malformed[:3]) + more)
     return out
+
+
+def _read_line(n: int, line: str) -> tuple[int, dict[str, Any], TrainCase | ServeCase | None, str | None]:
+    """One non-blank line: its case, or its per-case error; raises MalformedFile (prefixed ``line n:``)."""
+    if len(line) > MAX_LINE_CHARS:
+        raise MalformedFile(f"line {n}: {len(line):,} characters, more than a case can hold ({MAX_LINE_CHARS:,})")
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise MalformedFile(f"line {n}: not JSON ({e.msg} at column {e.colno})") from None
+    except (RecursionError, ValueError) as e:  # nesting too deep, an integer of thousands of digits
+        raise MalformedFile(f"line {n}: not a usable JSON object ({type(e).__name__})") from None
+    if not isinstance(obj, dict):
+        raise MalformedFile(f"line {n}: expected a JSON object, got {type(obj).__name__}")
+    if "id" in obj and not isinstance(obj["id"], str):
+        raise MalformedFile(f"line {n}: field 'id' must be a string, got {_short(obj['id'])}")
+    try:
+        return n, obj, parse_case(obj), None
+    except MalformedFile as e:
+        raise MalformedFile(f"line {n}: {e}") from None
+    except AdvisorError as e:
+        return n, obj, None, str(e)
 
 
 def case_from_arg(text: str) -> TrainCase | ServeCase:

@@ -409,3 +409,16 @@ def test_the_leanest_configuration_is_judged_by_the_limit_that_binds():
     d = json.loads(run("recommend", "-H", "rtx3090x8", "-t", "finetune", "-m", "13b", "--method", "full",
                        "--host-ram-gib", "100", "--json").stdout)
     assert d["nothing_fits"] and "offload opt+params" not in d["leanest"]["configuration"], d["leanest"]
+
+
+def test_a_malformed_file_names_its_malformed_lines_at_once(tmp_path):
+    cases = tmp_path / "c.jsonl"
+    cases.write_text("\n".join([
+        json.dumps({"id": "ok", "task": "finetune", "hardware": "h100x1", "model": "7b"}),
+        json.dumps({"id": "b", "task": "serve", "hardware": "h100x1", "model": "7b", "batch_size": "8"}),
+        "this is not json",
+    ]) + "\n")
+    r = run("predict", "--cases", str(cases), "--json")
+    assert r.exit_code == 2  # the contract: a malformed file exits 2, naming the line and the field
+    err = one_error(r)
+    assert "line 2: field 'batch_size'" in err and "line 3: not JSON" in err  # was line 2 alone, one run per line
