@@ -8,7 +8,6 @@ from typing import Any
 from knowledge.catalog import GPUS_PER_SERVER_MAX
 from knowledge.errors import AdvisorError
 from knowledge.schema import TrainCase, TrainPrediction
-from knowledge.units import GiB
 
 PHASES = ("forward", "backward", "optimizer", "communication", "offload", "overhead")
 
@@ -216,20 +215,18 @@ def smallest_footprint(ev) -> tuple[TrainCase, float] | None:
     swap where offload binds), and its GPU memory (GiB). By GPU memory alone, a job bound by host RAM was told to
     offload parameters too (260 GiB of host) where offloading the optimizer alone needs 235."""
     from advisor.search import configurations
-    from models.memory import host_bytes
-    from models.setup import derive
     from models.training import host_capacity_gib
 
     host_cap = host_capacity_gib(ev.cal)
-    best = None
+    scored = []  # ((how far it overfills its tighter limit, GPU GiB), case)
     for knobs in configurations(ev.spec, ev.gpus):
         case = ev.case(knobs)
         try:
-            gib = ev.memory_gib(case)
-            host = host_bytes(derive(case, ev.arch, ev.platform, ev.traces.trace(ev.arch, case))) / GiB
+            gib, host = ev.footprint_gib(case)
         except AdvisorError:
             continue
-        over = max(gib / ev.limit_gib, host / host_cap if host_cap > 0 else 0.0)
-        if best is None or (over, gib) < best[2]:
-            best = (case, gib, (over, gib))
-    return (best[0], best[1]) if best else None
+        scored.append(((max(gib / ev.limit_gib, host / host_cap if host_cap > 0 else 0.0), gib), case))
+    if not scored:
+        return None
+    (_, gib), case = min(scored, key=lambda x: x[0])
+    return case, gib

@@ -69,7 +69,7 @@ def rel_error_for(task: str, platform: PlatformSpec, nodes: int = 1, by_class: d
         err = (by_task if by_task is not None else held_out_error()).get(task)
     if task == "serve" and cls not in SERVING_MEASURED_CLASSES and classes.get("train"):
         train_err = class_rel_error(classes["train"], cls)
-        err = max(x for x in (err, train_err) if x is not None) if (err, train_err) != (None, None) else None
+        err = max((x for x in (err, train_err) if x is not None), default=None)
     return err
 
 

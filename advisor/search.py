@@ -169,8 +169,19 @@ class Evaluator:
         """The case of one configuration, with the model's own LoRA targets where it lacks the usual ones."""
         return self.traces.with_default_lora_targets(self.arch, make_case(self.spec, knobs, self.gpus))
 
+    def setup(self, case: TrainCase):
+        """The case's derived setup (ranks, parameter counts, its trace): what memory and host counts read."""
+        return derive(case, self.arch, self.platform, self.traces.trace(self.arch, case))
+
     def memory_gib(self, case: TrainCase) -> float:
-        return training_memory(derive(case, self.arch, self.platform, self.traces.trace(self.arch, case)), self.eff).peak / GiB
+        return training_memory(self.setup(case), self.eff).peak / GiB
+
+    def footprint_gib(self, case: TrainCase) -> tuple[float, float]:
+        """GPU memory and host memory of ``case`` (GiB), from one derived setup."""
+        from models.memory import host_bytes
+
+        s = self.setup(case)
+        return training_memory(s, self.eff).peak / GiB, host_bytes(s) / GiB
 
     def best(self) -> Candidate | None:
         """The fastest fitting configuration of the whole space, by plain enumeration."""

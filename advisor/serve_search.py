@@ -65,7 +65,8 @@ def placements(arch: ModelArch, platform: PlatformSpec, gpus: int | None = None)
     """(tensor parallel, replicas): TP divides the GPUs used and the attention heads; replicas = GPUs // TP."""
     n = gpus or platform.count
     if n > platform.count:
-        raise AdvisorError(f"--gpus {n} exceeds the {platform.count} GPUs of {platform.id!r}")
+        raise AdvisorError(f"--gpus {n} exceeds the {platform.count} GPUs of {platform.id!r}; serving is modelled on one "
+                           "server (each replica within it)")
     return [(t, n // t) for t in range(1, n + 1) if n % t == 0 and arch.num_attention_heads % t == 0]
 
 

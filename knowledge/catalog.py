@@ -259,7 +259,7 @@ def oversized_server_note(hardware: str, platform: PlatformSpec) -> str | None:
     what was meant. None for a listed server (``v100x16``), a platform file, or ``GPUS_PER_SERVER_MAX`` GPUs or fewer."""
     if platform.count <= GPUS_PER_SERVER_MAX or not host_by_rule(platform.host) or is_platform_file(hardware):
         return None
-    m = _PLATFORM_RE.match(hardware.strip().lower())
+    m = _PLATFORM_RE.match(platform.id)  # the id as resolve_platform normalised it
     name, variant = (m["gpu"], m["variant"]) if m else (platform.gpu.id, None)
     per_node = max(n for n in range(1, GPUS_PER_SERVER_MAX + 1) if platform.count % n == 0)
     split = (f"for {platform.count} GPUs on {platform.count // per_node} servers: --hardware "

@@ -135,13 +135,11 @@ def recommend(
             from knowledge.fabrics import parse_network
 
             parse_network(network)
+        # serving's --gpus is checked where its placements are (one server: no --nodes to offer)
         platform = resolve_platform(hardware, None if task == Task.serve else gpus, nodes=nodes)
         note = oversized_server_note(hardware, platform)
         if note:
             warn(note)
-        if task == Task.serve and gpus is not None and gpus > platform.count:  # one server: no --nodes to offer
-            raise AdvisorError(f"--gpus {gpus} exceeds the {platform.count} GPUs of {platform.id!r}; serving is modelled "
-                               "on one server (each replica within it)")
         arch = resolve_model(arch_model)
         prof = load_profile_checked(profile) if profile else None
         check_profile_matches(prof, platform)
