@@ -113,12 +113,7 @@ def refit(
         del report["_held"]
     # the fit this one replaces: a user's first refit keeps the bundled held-out figures when it skips them
     previous = _previous_fit(out)
-    parameters = model.efficiencies_.model_dump()
-    from knowledge.measurements import load_bundled_profiles
-
-    exponent = dispatch_launch_exponent(model.platform_factors_, load_bundled_profiles())
-    if exponent is not None:
-        parameters["dispatch_launch_exponent"] = exponent
+    parameters = model.efficiencies_.model_dump()  # dispatch_launch_exponent included (fit_correction sets it)
     result = {
         "parameters": parameters,
         "platform_factors": model.platform_factors_,

@@ -205,7 +205,17 @@ def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None, **fit
     from knowledge.efficiency import load_probe_ratios
 
     est = EfficiencyCorrection(prior=prior, ratio_table=load_probe_ratios())
-    return est.fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable], [r.phases for r in usable], **fit_kw)
+    est = est.fit([r.sample for r in usable], [r.m.measured.tokens_per_s for r in usable], [r.phases for r in usable], **fit_kw)
+    # how a new host's per-kernel cost follows its probed launch, from the hosts this fit learned: every fit sets it the
+    # same way, so a held-out fit's profile predictions use its own slope, not the prior (before 2026-12-07 only the
+    # shipped fit did: held-out fits scaled by the prior 1 where the shipped fit said 0.33)
+    from advisor.calibrate import dispatch_launch_exponent
+    from knowledge.measurements import load_bundled_profiles
+
+    exponent = dispatch_launch_exponent(est.platform_factors_, load_bundled_profiles())
+    if exponent is not None:
+        est.efficiencies_ = est.efficiencies_.model_copy(update={"dispatch_launch_exponent": exponent})
+    return est
 
 
 def held_out_throughput(rows: Sequence[Row], by: str, progress: Callable[[str], None] | None = None) -> dict[str, list[tuple[Row, float]]]:

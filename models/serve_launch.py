@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ENGINES = ("vllm", "sglang", "trtllm")
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -137,11 +137,34 @@ def _trtllm(x: Launch) -> tuple[list[str], list[str]]:
     return notes, [*lines, "wait"]
 
 
+_MODEL_SLOT = "__ADVISOR_MODEL__"  # shlex leaves it unquoted; replaced by "$MODEL" in the command
+
+
+def needs_checkpoint(launch: Launch) -> bool:
+    """Whether the engine cannot load the 16-bit checkpoint in ``launch.weight_format`` (its KV cache included): the
+    weights must first be quantized into another checkpoint (AWQ, W8A8, ModelOpt), which the user names."""
+    if launch.engine == "trtllm":
+        return launch.weight_format != "bf16" or launch.kv_bits == 8
+    return launch.weight_format in CHECKPOINT_NOTE
+
+
 def launch_lines(launch: Launch) -> list[str]:
-    """The shell lines that start the engine: '# ' comments first, then the command(s)."""
+    """The shell lines that start the engine: '# ' comments first, then the command(s).
+
+    Where the engine needs a quantized checkpoint (``needs_checkpoint``), the command serves ``"$MODEL"``, which the
+    script requires before it starts: the 16-bit hub id there would load the wrong weights, or fail deep in the engine."""
     _check(launch)
-    notes, cmds = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}[launch.engine](launch)
-    return [f"# {n}" for n in notes] + cmds
+    engine = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}[launch.engine]
+    if not needs_checkpoint(launch):
+        notes, cmds = engine(launch)
+        return [f"# {n}" for n in notes] + cmds
+    notes, cmds = engine(replace(launch, model=_MODEL_SLOT))
+    if launch.engine == "trtllm":
+        what = f"the ModelOpt checkpoint ({launch.weight_format} weights{', FP8 KV cache' if launch.kv_bits == 8 else ''})"
+    else:
+        what = f"the {launch.weight_format} checkpoint"
+    require = f'MODEL="${{MODEL:?set MODEL to {what} of {launch.model}, as the note above says}}"'
+    return [f"# {n}" for n in notes] + [require] + [c.replace(_MODEL_SLOT, '"$MODEL"') for c in cmds]
 
 
 def launch_script(launch: Launch) -> str:

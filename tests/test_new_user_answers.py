@@ -422,3 +422,11 @@ def test_a_malformed_file_names_its_malformed_lines_at_once(tmp_path):
     assert r.exit_code == 2  # the contract: a malformed file exits 2, naming the line and the field
     err = one_error(r)
     assert "line 2: field 'batch_size'" in err and "line 3: not JSON" in err  # was line 2 alone, one run per line
+
+
+@pytest.mark.parametrize("flag", ["--max-tpot-ms", "--max-ttft-ms", "--rate"])
+def test_a_negative_limit_states_the_rule_zero_also_breaks(flag: str) -> None:
+    """-3 was told 'greater than or equal to 0', and 0 was then refused as not positive: one rule, one message."""
+    for value in ("-3", "0"):
+        r = run("recommend", "-H", "h100x1", "-t", "serve", "-m", "llama3-8b", flag, value)
+        assert r.exit_code == 2 and f"{flag} must be a positive number, got {value}" in r.output, r.output

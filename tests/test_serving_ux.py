@@ -52,7 +52,7 @@ def test_sglang_and_trtllm_use_their_own_flags():
     tr = launch_lines(Launch("trtllm", "m", 2, 2, 32, 4096, "fp8", 8))
     assert any(x.startswith("#") and "ModelOpt" in x for x in tr)  # quantization is a checkpoint step there
     cmds = [x for x in tr if x.startswith("CUDA_VISIBLE_DEVICES")]
-    assert cmds[0].startswith("CUDA_VISIBLE_DEVICES=0,1 trtllm-serve m --tp_size 2 --max_batch_size 32 --max_seq_len 4096")
+    assert cmds[0].startswith("CUDA_VISIBLE_DEVICES=0,1 trtllm-serve \"$MODEL\" --tp_size 2 --max_batch_size 32 --max_seq_len 4096")
     assert cmds[1].startswith("CUDA_VISIBLE_DEVICES=2,3 ") and "--port 8001" in cmds[1]
     assert "--quantization" not in " ".join(cmds)
 
@@ -265,3 +265,22 @@ def test_a_one_token_output_prints_no_tpot_and_a_tpot_limit_on_it_is_refused(pre
     assert r.exit_code != 0 and "--output-len" in r.output and "Traceback" not in r.output
     one, two = (predict_point(predictor, job("h100x1", "7b", output=n), Config(1, 1, "bf16", 16, 8)) for n in (1, 2))
     assert one.tpot_s is None and two.tpot_s > 0
+
+
+def test_a_quantized_checkpoint_is_required_not_the_16_bit_hub_id():
+    """int4 on vLLM and anything quantized on TensorRT-LLM load another checkpoint: the command serves "$MODEL", which
+    the script demands before it runs; bf16 and vLLM's on-load fp8 keep the hub id."""
+    import subprocess
+
+    from models.serve_launch import Launch, launch_script
+
+    awq = launch_lines(Launch("vllm", "org/m", 1, 1, 8, 100, "int4"))
+    assert 'vllm serve "$MODEL"' in awq[-1] and "org/m" not in awq[-1]
+    assert any(line.startswith('MODEL="${MODEL:?') and "org/m" in line for line in awq)
+    trt = launch_lines(Launch("trtllm", "org/m", 1, 2, 8, 100, "bf16", kv_bits=8))
+    assert all('"$MODEL"' in line for line in trt if line.startswith("CUDA_VISIBLE_DEVICES"))
+    assert "vllm serve org/m" in launch_lines(Launch("vllm", "org/m", 1, 1, 8, 100, "fp8", kv_bits=8))[-1]
+    assert "vllm serve org/m" in launch_lines(Launch("vllm", "org/m", 1, 1, 8, 100, "bnb-nf4"))[-1]
+    run = subprocess.run(["bash", "-c", launch_script(Launch("vllm", "org/m", 1, 1, 8, 100, "int4"))],
+                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert run.returncode != 0 and "set MODEL to the int4 checkpoint of org/m" in run.stderr
