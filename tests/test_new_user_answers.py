@@ -112,7 +112,7 @@ def test_a_field_of_the_other_task_says_so_and_names_this_tasks_field(tmp_path):
 def test_a_float_option_given_nan_or_infinity_must_be_finite(option, task, value):
     r = run("recommend", "-H", "h100x1", "-t", task, "-m", "7b", f"{option}={value}")
     line = one_error(r)
-    assert r.exit_code == 2 and f"'{option}': must be a finite number" in line and "should be" not in line, line
+    assert r.exit_code == 2 and option in line and "must be a finite number" in line and "should be" not in line, line
 
 
 def test_lora_targets_of_the_wrong_shape_say_what_they_take(tmp_path):
