@@ -160,22 +160,6 @@ def refit_serving(data: str = "all", out: Path = CALIBRATION_DIR / "fitted.json"
     return result
 
 
-def dispatch_launch_exponent(platform_factors: dict[str, dict[str, float]], profiles: dict[str, Any]) -> float | None:
-    """How the per-kernel CPU cost follows a host's measured launch: the least-squares slope of log(fitted
-    ``kernel_time_s`` factor) on log(the profile's ``launch_overhead_s``) over the probed hosts the fit learned,
-    within [0, 1]; None with fewer than two hosts or launches within 10% of each other (nothing to learn from).
-
-    2026-11-25: H100 host 9.9 us, factor 1.17; the two H200 hosts 6.2 and 6.3 us, 0.85 and 0.90: 0.63."""
-    pts = [(math.log(p.launch_overhead_s), math.log(platform_factors[k]["kernel_time_s"])) for k, p in profiles.items()
-           if p.launch_overhead_s > 0 and platform_factors.get(k, {}).get("kernel_time_s", 0) > 0]
-    xs = [x for x, _ in pts]
-    if len(pts) < 2 or max(xs) - min(xs) < math.log(1.1):
-        return None
-    mx, my = sum(xs) / len(xs), sum(y for _, y in pts) / len(pts)
-    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x in xs)
-    return round(min(max(slope, 0.0), 1.0), 3)
-
-
 def probe_ratio_table() -> dict[str, Any]:
     """Probe/datasheet ratios averaged per GPU generation (and over all) from the bundled profiles."""
     import statistics

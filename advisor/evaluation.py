@@ -200,6 +200,22 @@ def training_rows(measurements: Sequence[Measurement], traced_families: bool = T
     return rows, skipped
 
 
+def dispatch_launch_exponent(platform_factors: dict[str, dict[str, float]], profiles: dict[str, Any]) -> float | None:
+    """How the per-kernel CPU cost follows a host's measured launch: the least-squares slope of log(fitted
+    ``kernel_time_s`` factor) on log(the profile's ``launch_overhead_s``) over the probed hosts the fit learned,
+    within [0, 1]; None with fewer than two hosts or launches within 10% of each other (nothing to learn from).
+
+    2026-11-25: H100 host 9.9 us, factor 1.17; the two H200 hosts 6.2 and 6.3 us, 0.85 and 0.90: 0.63."""
+    pts = [(math.log(p.launch_overhead_s), math.log(platform_factors[k]["kernel_time_s"])) for k, p in profiles.items()
+           if p.launch_overhead_s > 0 and platform_factors.get(k, {}).get("kernel_time_s", 0) > 0]
+    xs = [x for x, _ in pts]
+    if len(pts) < 2 or max(xs) - min(xs) < math.log(1.1):
+        return None
+    mx, my = sum(xs) / len(xs), sum(y for _, y in pts) / len(pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x in xs)
+    return round(min(max(slope, 0.0), 1.0), 3)
+
+
 def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None, **fit_kw) -> EfficiencyCorrection:
     usable = [r for r in rows if r.has_throughput]
     from knowledge.efficiency import load_probe_ratios
@@ -209,7 +225,6 @@ def fit_correction(rows: Sequence[Row], prior: Efficiencies | None = None, **fit
     # how a new host's per-kernel cost follows its probed launch, from the hosts this fit learned: every fit sets it the
     # same way, so a held-out fit's profile predictions use its own slope, not the prior (before 2026-12-07 only the
     # shipped fit did: held-out fits scaled by the prior 1 where the shipped fit said 0.33)
-    from advisor.calibrate import dispatch_launch_exponent
     from knowledge.measurements import load_bundled_profiles
 
     exponent = dispatch_launch_exponent(est.platform_factors_, load_bundled_profiles())

@@ -85,7 +85,7 @@ class Efficiencies(BaseModel):
     extra_kernel_ratio: float = _p(0.70, "measured (eager_ops, above): a traced kernel beyond a Llama layer's (q/k norms, soft-capping, routers, a scan's loop body) costs the host 0.70 of what a Llama layer's CPU time comes to per traced kernel", 0, 5)
     # --- framework overhead -------------------------------------------------------------------
     kernel_time_s: float = _p(6e-6, "prior: eager PyTorch dispatch + launch per kernel, CPU side (~5-10 µs)", 1e-7, 1e-3)
-    dispatch_launch_exponent: float = _p(1.0, "how kernel_time_s follows a new host's measured launch of one small kernel from Python (advisor probe), as (launch / the probed hosts' launch) ** exponent; prior 1 (all of it the core's speed); advisor calibrate --full sets it to the log-log slope of the fitted per-host kernel_time_s factors on the probed hosts' launch (advisor.calibrate.dispatch_launch_exponent)", 0, 1)
+    dispatch_launch_exponent: float = _p(1.0, "how kernel_time_s follows a new host's measured launch of one small kernel from Python (advisor probe), as (launch / the probed hosts' launch) ** exponent; prior 1 (all of it the core's speed); advisor calibrate --full sets it to the log-log slope of the fitted per-host kernel_time_s factors on the probed hosts' launch (advisor.evaluation.dispatch_launch_exponent, called by fit_correction)", 0, 1)
     # a node's ranks slow each other's host work (dispatch, autograd, DeepSpeed's hooks) when it bounds the step: the
     # same host-bound step run by one rank and by two on one two-H200 machine (grid h200x2-rank-pairs, 2026-11-29):
     # PyTorch LoRA of Qwen3-1.7B 0.116 -> 0.179 s, ZeRO-2 OLMo-2-1B full 0.142 -> 0.176, ZeRO-3 LoRA of Qwen2.5-3B

@@ -82,6 +82,14 @@ def _check(launch: Launch) -> None:
         raise ValueError(f"kv_bits must be 16 or 8, got {launch.kv_bits!r}")
 
 
+def needs_checkpoint(launch: Launch) -> bool:
+    """Whether the engine cannot load the 16-bit checkpoint in ``launch.weight_format`` (its KV cache included): the
+    weights must first be quantized into another checkpoint (AWQ, W8A8, ModelOpt), which the user names."""
+    if launch.engine == "trtllm":
+        return launch.weight_format != "bf16" or launch.kv_bits == 8
+    return launch.weight_format in CHECKPOINT_NOTE
+
+
 def _vllm(x: Launch) -> tuple[list[str], list[str]]:
     cmd = ["vllm", "serve", x.model, "--tensor-parallel-size", str(x.tensor_parallel)]
     if x.replicas > 1:
@@ -92,7 +100,7 @@ def _vllm(x: Launch) -> tuple[list[str], list[str]]:
         cmd += ["--quantization", VLLM_QUANT[x.weight_format]]
     if x.kv_bits == 8:
         cmd += ["--kv-cache-dtype", "fp8"]
-    notes = [CHECKPOINT_NOTE[x.weight_format]] if x.weight_format in CHECKPOINT_NOTE else []
+    notes = [CHECKPOINT_NOTE[x.weight_format]] if needs_checkpoint(x) else []
     if x.weight_format == "fp8":
         notes.append("fp8: vLLM quantizes the 16-bit checkpoint's weights to FP8 as it loads them (W8A8, dynamic activation scales)")
     return notes, [shlex.join(cmd)]
@@ -108,7 +116,7 @@ def _sglang(x: Launch) -> tuple[list[str], list[str]]:
         cmd += ["--quantization", SGLANG_QUANT[x.weight_format]]
     if x.kv_bits == 8:
         cmd += ["--kv-cache-dtype", "fp8_e5m2"]
-    notes = [CHECKPOINT_NOTE[x.weight_format]] if x.weight_format in CHECKPOINT_NOTE else []
+    notes = [CHECKPOINT_NOTE[x.weight_format]] if needs_checkpoint(x) else []
     if x.replicas > 1:
         notes.append(f"--max-running-requests {x.max_num_seqs} is meant per data-parallel replica "
                      f"({x.max_num_seqs * x.replicas} in all); check it against your SGLang version's --dp semantics")
@@ -117,7 +125,7 @@ def _sglang(x: Launch) -> tuple[list[str], list[str]]:
 
 def _trtllm(x: Launch) -> tuple[list[str], list[str]]:
     notes = []
-    if x.weight_format != "bf16" or x.kv_bits == 8:
+    if needs_checkpoint(x):
         what = [f"{x.weight_format} weights"] if x.weight_format != "bf16" else []
         what += ["an FP8 KV cache"] if x.kv_bits == 8 else []
         notes.append(f"TensorRT-LLM quantizes as a checkpoint step, not a flag: quantize MODEL to {' and '.join(what)} "
@@ -138,14 +146,6 @@ def _trtllm(x: Launch) -> tuple[list[str], list[str]]:
 
 
 _MODEL_SLOT = "__ADVISOR_MODEL__"  # shlex leaves it unquoted; replaced by "$MODEL" in the command
-
-
-def needs_checkpoint(launch: Launch) -> bool:
-    """Whether the engine cannot load the 16-bit checkpoint in ``launch.weight_format`` (its KV cache included): the
-    weights must first be quantized into another checkpoint (AWQ, W8A8, ModelOpt), which the user names."""
-    if launch.engine == "trtllm":
-        return launch.weight_format != "bf16" or launch.kv_bits == 8
-    return launch.weight_format in CHECKPOINT_NOTE
 
 
 def launch_lines(launch: Launch) -> list[str]:

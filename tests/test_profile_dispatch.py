@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from advisor.calibrate import dispatch_launch_exponent
+from advisor.evaluation import dispatch_launch_exponent
 from advisor.predictor import calibration_for
 from knowledge.catalog import resolve_model, resolve_platform
 from knowledge.efficiency import CALIBRATION_DIR, load_efficiencies
