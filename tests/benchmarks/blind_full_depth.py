@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.benchmarks.stored_predictions import compare_three_ways
+from tests.benchmarks.stored_predictions import compare_one_card
 
 DATE = "2026-12-07"
 REGIMES = (("offall", "ZeRO-3, optimizer and parameters offloaded"), ("offopt", "optimizer offloaded"),
@@ -25,9 +25,7 @@ def regime(cid: str) -> str:
 
 
 def main(gpu: str) -> None:
-    grid = f"{gpu}-blind-full-depth"
-    compare_three_ways(grid, DATE, f"one {gpu.upper()}", f"{gpu}x1", f"{gpu}x1-profile-blind-full-depth-{DATE}.json",
-                       regime)
+    compare_one_card(gpu, "blind-full-depth", DATE, regime)
 
 
 if __name__ == "__main__":

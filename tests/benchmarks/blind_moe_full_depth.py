@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.benchmarks.stored_predictions import compare_three_ways
+from tests.benchmarks.stored_predictions import compare_one_card
 
 DATE = "2026-12-08"
 FAMILIES = (("q3moe", "qwen3_moe"), ("oss", "gpt_oss"), ("dsv2", "deepseek_v2 (latent attention)"),
@@ -27,9 +27,7 @@ def family(cid: str) -> str:
 
 
 def main(gpu: str) -> None:
-    grid = f"{gpu}-blind-moe-full-depth"
-    compare_three_ways(grid, DATE, f"one {gpu.upper()}", f"{gpu}x1", f"{gpu}x1-profile-blind-moe-full-depth-{DATE}.json",
-                       family)
+    compare_one_card(gpu, "blind-moe-full-depth", DATE, family)
 
 
 if __name__ == "__main__":

@@ -130,3 +130,9 @@ def compare_three_ways(grid: str, date: str, where: str, bundled: str, lease_pro
         group_scores("today", today, group_of)
         print()
 
+
+def compare_one_card(gpu: str, stem: str, date: str, group_of: Callable[[str], str]) -> None:
+    """``compare_three_ways`` for a grid run on one card of a lease (``{gpu}-{stem}``, the lease's profile
+    ``{gpu}x1-profile-{stem}-{date}.json``, the bundled ``{gpu}x1``): how the one-card blind grids are named."""
+    compare_three_ways(f"{gpu}-{stem}", date, f"one {gpu.upper()}", f"{gpu}x1", f"{gpu}x1-profile-{stem}-{date}.json",
+                       group_of)
