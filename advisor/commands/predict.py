@@ -22,7 +22,7 @@ def predict(
 
     Optional, training: method, gpus, engine, zero_stage, offload, quantization, recompute, flash_attention, micro_batch_size, grad_accum, seq_len, lora_rank, lora_targets, nodes, network. Serving: batch_size, prompt_len, kv_len, output_len, weight_bits, kv_bits, weight_format, tensor_parallel, replicas, engine.
 
-    Every field with its default, and the prediction's fields: `advisor contract`, or docs/CONTRACT.md in the repository (the installed copy: `advisor contract --path`).
+    Every field with its default, and the prediction's fields: `advisor contract`, or knowledge/CONTRACT.md in the repository (the installed copy: `advisor contract --path`).
 
     Every case gets one output line, in order, as soon as it is computed: a prediction, or an error line when the case cannot be handled (then the exit code is 1). A malformed file exits 2.
     """
