@@ -76,6 +76,13 @@ def test_one_line_per_case_same_order_same_ids(tmp_path):
     assert not any("error" in row for row in rows)
 
 
+def test_a_file_of_no_cases_answers_nothing_and_says_so(tmp_path):
+    result = run_predict(tmp_path, ["", "  "])
+    assert_no_traceback(result)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no cases" in result.stderr
+
+
 def test_train_case_fields_and_breakdown(tmp_path):
     r = run_predict(tmp_path, [train("t", micro_batch_size=2, grad_accum=3, seq_len=1024, zero_stage=2)])
     assert r.exit_code == 0, r.output

@@ -34,6 +34,8 @@ def predict(
         rows = read_cases(read_case_text(cases))
     except MalformedFile as e:
         fail(f"{cases}: {e}", code=2)
+    if not rows:  # nothing to answer: no output line is right by the contract, but say why the output is empty
+        warn(f"{cases}: no cases (every line is blank); nothing to predict")
     repeated = _repeated_ids(rows)
     if repeated:  # still answered in order, but a reader joining outputs to cases by id would mix them up
         warn(f"ids used by more than one case: {repeated}")
