@@ -26,6 +26,8 @@ def runs(name: str) -> list[dict]:
     path = OWN / name
     if not path.exists() and name.startswith("logs/"):
         path = OWN / name.removeprefix("logs/")
+    if not path.exists():  # a grid stored before its runs, which no lease has run yet
+        raise SystemExit(f"no runs yet: {OWN / name} does not exist (the grid's predictions are stored; run it first)")
     return lines(path)
 
 
