@@ -66,6 +66,6 @@ def test_the_repository_top_level_is_the_fixed_one():
     root = Path(__file__).resolve().parents[1]
     if not shutil.which("git") or not (root / ".git").exists():
         pytest.skip("not a git checkout: the tracked files cannot be listed")
-    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.splitlines()
     top = {path.split("/")[0] for path in tracked if not path.startswith(".")}
     assert top == {"pyproject.toml", "README.md", "advisor", "probes", "knowledge", "models", "app", "tests"}
