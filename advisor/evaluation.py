@@ -205,7 +205,8 @@ def dispatch_launch_exponent(platform_factors: dict[str, dict[str, float]], prof
     ``kernel_time_s`` factor) on log(the profile's ``launch_overhead_s``) over the probed hosts the fit learned,
     within [0, 1]; None with fewer than two hosts or launches within 10% of each other (nothing to learn from).
 
-    2026-11-25: H100 host 9.9 us, factor 1.17; the two H200 hosts 6.2 and 6.3 us, 0.85 and 0.90: 0.63."""
+    The shipped fit (2026-12-07): the H100 host 9.9 us, factor 0.97; the one- and two-H200 hosts 6.2 and 6.3 us, 0.90 and
+    0.76: 0.334 (2026-11-25 it was 0.63, from factors 1.17, 0.85 and 0.90)."""
     pts = [(math.log(p.launch_overhead_s), math.log(platform_factors[k]["kernel_time_s"])) for k, p in profiles.items()
            if p.launch_overhead_s > 0 and platform_factors.get(k, {}).get("kernel_time_s", 0) > 0]
     xs = [x for x, _ in pts]
